@@ -1,0 +1,51 @@
+# ampc: `make demo` (the main job) and `make test` (the whole suite) on a fresh machine.
+# Both set up what they need first (tools/setup-env.sh), build, then run.
+
+PYTHON_CMD = $(shell tools/setup-env.sh)
+DEMO_PYTHON_CMD = $(shell EXTRAS=demo tools/setup-env.sh)
+CC ?= cc
+
+CORE_SRC := $(wildcard csrc/core/*.c) $(wildcard csrc/cpu/*.c)
+CTEST_SRC := $(wildcard tests/c/*.c)
+CBLAS_INC := $(firstword $(wildcard /usr/include/*-linux-gnu/openblas-pthread))
+CBLAS_FLAGS := $(if $(CBLAS_INC),-DAMPC_WITH_CBLAS=1 -I$(CBLAS_INC) -lopenblas,)
+SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+.PHONY: all setup build ctest test pytest demo bench clean gpu-check
+
+all: build
+
+setup:
+	@tools/setup-env.sh >/dev/null
+
+build:
+	@mkdir -p build
+	flock build/.lock $(PYTHON_CMD) setup.py -q build_ext --inplace
+
+# The C core's own unit tests, built with AddressSanitizer and UBSan (no Python involved).
+build/ctest/ampc_ctest: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/core/*.h csrc/core/*.def csrc/cpu/*.h tests/c/*.h)
+	@mkdir -p build/ctest
+	flock build/.lock $(CC) -std=c11 -O1 -g -fopenmp -Icsrc $(SANITIZE) -o $@ $(CORE_SRC) $(CTEST_SRC) $(CBLAS_FLAGS) -lm
+
+ctest: build/ctest/ampc_ctest
+	OMP_NUM_THREADS=2 build/ctest/ampc_ctest
+
+pytest: build
+	$(PYTHON_CMD) -m pytest tests -q
+
+test: ctest build
+	$(PYTHON_CMD) -m pytest tests -q
+
+demo: build
+	@EXTRAS=demo tools/setup-env.sh >/dev/null
+	$(DEMO_PYTHON_CMD) setup.py -q build_ext --inplace
+	PYTHONPATH=python $(DEMO_PYTHON_CMD) -m ampc.demo
+
+bench: build
+	PYTHONPATH=python $(PYTHON_CMD) benchmarks/bench_ops.py
+
+gpu-check:
+	bash tools/gpu-check.sh
+
+clean:
+	rm -rf build python/ampc/_C*.so

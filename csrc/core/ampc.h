@@ -1,0 +1,21 @@
+/* ampc.h: the public C API of the ampc core, in reading order.
+ *
+ *   status.h    error codes and the thread-local message
+ *   dtype.h     element types, promotion      half.h  fp16/bf16 conversions
+ *   device.h    devices and allocator hooks   storage.h  refcounted memory
+ *   tensor.h    the tensor struct, creation, views, copies
+ *   dispatch.h  the op table (ops.def) and kernel registry
+ *   ops.h       math frontends: elementwise, reductions, matmul, indexing, random */
+#ifndef AMPC_H
+#define AMPC_H
+
+#include "status.h"
+#include "dtype.h"
+#include "half.h"
+#include "device.h"
+#include "storage.h"
+#include "tensor.h"
+#include "dispatch.h"
+#include "ops.h"
+
+#endif

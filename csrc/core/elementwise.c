@@ -1,0 +1,2 @@
+/* elementwise.c: frontends of the elementwise ops (placeholder until implemented). */
+#include "ops.h"

@@ -1,0 +1,38 @@
+/* scalar.h: a tagged Python-like number passed to ops (alpha, fill values, clamp bounds). */
+#ifndef AMPC_SCALAR_H
+#define AMPC_SCALAR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dtype.h"
+
+typedef enum ampc_scalar_kind { AMPC_SCALAR_NONE = 0, AMPC_SCALAR_BOOL, AMPC_SCALAR_INT, AMPC_SCALAR_FLOAT } ampc_scalar_kind;
+
+typedef struct ampc_scalar {
+    ampc_scalar_kind kind;
+    union {
+        bool b;
+        int64_t i;
+        double f;
+    } v;
+} ampc_scalar;
+
+static inline ampc_scalar ampc_scalar_none(void) { ampc_scalar s; s.kind = AMPC_SCALAR_NONE; s.v.i = 0; return s; }
+static inline ampc_scalar ampc_scalar_bool(bool b) { ampc_scalar s; s.kind = AMPC_SCALAR_BOOL; s.v.b = b; return s; }
+static inline ampc_scalar ampc_scalar_int(int64_t i) { ampc_scalar s; s.kind = AMPC_SCALAR_INT; s.v.i = i; return s; }
+static inline ampc_scalar ampc_scalar_float(double f) { ampc_scalar s; s.kind = AMPC_SCALAR_FLOAT; s.v.f = f; return s; }
+
+static inline double ampc_scalar_to_double(ampc_scalar s) {
+    return s.kind == AMPC_SCALAR_FLOAT ? s.v.f : s.kind == AMPC_SCALAR_INT ? (double)s.v.i : (double)s.v.b;
+}
+static inline int64_t ampc_scalar_to_int(ampc_scalar s) {
+    return s.kind == AMPC_SCALAR_FLOAT ? (int64_t)s.v.f : s.kind == AMPC_SCALAR_INT ? s.v.i : (int64_t)s.v.b;
+}
+/* The dtype a Python number of this kind wraps to (bool, int64, float64; result_type then
+ * maps a wrapped float to the default dtype). */
+static inline ampc_dtype ampc_scalar_dtype(ampc_scalar s) {
+    return s.kind == AMPC_SCALAR_FLOAT ? AMPC_FLOAT64 : s.kind == AMPC_SCALAR_INT ? AMPC_INT64 : AMPC_BOOL;
+}
+
+#endif

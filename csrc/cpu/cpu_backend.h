@@ -1,0 +1,18 @@
+/* cpu_backend.h: what the CPU backend exports to the core: its allocator and the registration
+ * function of each kernel family (one per cpu_*.c file). */
+#ifndef AMPC_CPU_BACKEND_H
+#define AMPC_CPU_BACKEND_H
+
+#include "../core/device.h"
+
+extern const ampc_allocator ampc_cpu_allocator;
+
+void ampc_cpu_register(void); /* all of the below */
+void ampc_cpu_register_copy(void);        /* cpu_copy.c: COPY, FILL */
+void ampc_cpu_register_elementwise(void); /* cpu_elementwise.c: UNARY, BINARY, COMPARE, TERNARY */
+void ampc_cpu_register_reduce(void);      /* cpu_reduce.c: REDUCE, SCAN */
+void ampc_cpu_register_gemm(void);        /* cpu_gemm.c: GEMM */
+void ampc_cpu_register_index(void);       /* cpu_index.c: INDEX */
+void ampc_cpu_register_random(void);      /* cpu_random.c: RANDOM */
+
+#endif

@@ -1,0 +1,13 @@
+/* cpu_register.c: installs the CPU allocator and every CPU kernel family into the dispatcher. */
+#include "../core/dispatch.h"
+#include "cpu_backend.h"
+
+void ampc_cpu_register(void) {
+    ampc_register_allocator(AMPC_CPU, &ampc_cpu_allocator);
+    ampc_cpu_register_copy();
+    ampc_cpu_register_elementwise();
+    ampc_cpu_register_reduce();
+    ampc_cpu_register_gemm();
+    ampc_cpu_register_index();
+    ampc_cpu_register_random();
+}

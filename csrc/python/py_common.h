@@ -1,0 +1,87 @@
+/* py_common.h: what every file of the binding layer shares.
+ *
+ * The binding holds no math: it parses Python arguments, converts them to core types, calls the
+ * core (csrc/core/ops.h, tensor.h) and turns the result or the core's status into Python objects
+ * and exceptions. Each py_*.c file contributes method tables that module.c merges:
+ *   ampc_py_module_methods_<area>[]  functions of ampc._C (re-exported by python/ampc)
+ *   ampc_py_tensor_methods_<area>[]  methods of ampc.Tensor
+ * both terminated by {NULL}. */
+#ifndef AMPC_PY_COMMON_H
+#define AMPC_PY_COMMON_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "core/ampc.h"
+
+/* ---- the Tensor type (py_tensor.c) ---- */
+typedef struct {
+    PyObject_HEAD
+    ampc_tensor *t; /* owned reference; never NULL after construction */
+    PyObject *dict; /* user attributes (p.some_attr = ...), as on torch tensors */
+    PyObject *weakreflist;
+} AmpcTensorObject;
+
+extern PyTypeObject AmpcTensor_Type;
+#define AmpcTensor_Check(o) PyObject_TypeCheck((o), &AmpcTensor_Type)
+
+/* Wraps a core tensor, stealing the reference; returns the existing Python object when the
+ * tensor already has one (so `x.grad is x.grad`). NULL in -> the core's error is raised. */
+PyObject *ampc_py_wrap(ampc_tensor *t);
+/* Borrowed core tensor of a Python Tensor, or NULL with TypeError naming `op` and `arg`. */
+ampc_tensor *ampc_py_unwrap(PyObject *obj, const char *op, const char *arg);
+
+/* Converts a Tensor or a Python number (bool/int/float, NumPy scalar) to a new core reference.
+ * Numbers become wrapped 0-dim tensors on `device` (they take part in promotion like PyTorch's
+ * wrapped numbers). Fails with TypeError naming op/arg otherwise. */
+ampc_tensor *ampc_py_tensor_or_scalar(PyObject *obj, ampc_device device, const char *op, const char *arg);
+/* Python number -> ampc_scalar; returns 0 and sets TypeError if obj is not a number. */
+int ampc_py_scalar(PyObject *obj, ampc_scalar *out, const char *op, const char *arg);
+/* Sequence of ints (or a single int) -> dims; returns count or -1 with an exception. Accepts
+ * f(2, 3) style varargs when `args` has several ints (pass the tuple). */
+int ampc_py_int_list(PyObject *obj, int64_t *out, int cap, const char *op, const char *arg);
+/* ampc.dtype object -> ampc_dtype (None -> AMPC_DTYPE_UNDEFINED); -1 with TypeError on error. */
+int ampc_py_dtype(PyObject *obj, ampc_dtype *out, const char *op);
+/* "cpu", "cuda", "cuda:1", ampc.device, int (cuda index), None (-> `dflt`) -> ampc_device. */
+int ampc_py_device(PyObject *obj, ampc_device dflt, ampc_device *out, const char *op);
+/* Python objects for dtypes and devices. New references. */
+PyObject *ampc_py_dtype_object(ampc_dtype dt);
+PyObject *ampc_py_device_object(ampc_device d);
+
+/* ---- errors (py_errors.c) ---- */
+/* Raises the Python exception for the core's last status and message; returns NULL. */
+PyObject *ampc_py_raise(void);
+/* Same, for functions returning int: returns -1. */
+int ampc_py_raise_int(void);
+/* Checks a core status: AMPC_OK -> 0; else raise and -1. */
+int ampc_py_check(ampc_status st);
+
+/* ---- method tables of each area, merged by module.c ---- */
+extern PyMethodDef ampc_py_module_methods_tensor[];      /* py_tensor.c / py_creation.c */
+extern PyMethodDef ampc_py_module_methods_creation[];
+extern PyMethodDef ampc_py_module_methods_elementwise[]; /* py_elementwise.c */
+extern PyMethodDef ampc_py_module_methods_reduce[];      /* py_reduce.c */
+extern PyMethodDef ampc_py_module_methods_linalg[];      /* py_linalg.c */
+extern PyMethodDef ampc_py_module_methods_index[];       /* py_index.c */
+extern PyMethodDef ampc_py_module_methods_random[];      /* py_random.c */
+extern PyMethodDef ampc_py_module_methods_cuda[];        /* py_cuda.c */
+
+extern PyMethodDef ampc_py_tensor_methods_core[];        /* py_tensor.c */
+extern PyMethodDef ampc_py_tensor_methods_elementwise[];
+extern PyMethodDef ampc_py_tensor_methods_reduce[];
+extern PyMethodDef ampc_py_tensor_methods_linalg[];
+extern PyMethodDef ampc_py_tensor_methods_index[];
+extern PyMethodDef ampc_py_tensor_methods_random[];
+
+/* Operators: number protocol and rich comparison live in py_elementwise.c, the mapping
+ * protocol (indexing) in py_index.c; py_tensor.c installs them in the type. */
+extern PyNumberMethods ampc_py_tensor_as_number;
+extern PyMappingMethods ampc_py_tensor_as_mapping;
+PyObject *ampc_py_tensor_richcompare(PyObject *a, PyObject *b, int op);
+
+/* Called by module init after the Tensor type is ready: each area may add module attributes
+ * (exception classes, constants). Return 0 or -1. */
+int ampc_py_init_tensor(PyObject *module);
+int ampc_py_init_cuda(PyObject *module);
+
+#endif

@@ -84,7 +84,11 @@ if CUDA_HOME:
     library_dirs.append(lib64)
     runtime_library_dirs.append(lib64)
     # cudart statically, so importing never needs libcudart.so; cuBLAS/cuBLASLt dynamically.
-    libraries += ["cudart_static", "cublasLt", "cublas", "dl", "rt", "pthread"]
+    libraries += ["cudart_static", "dl", "rt", "pthread"]
+    # cuBLAS is a separate package: a toolkit without it still builds (the GEMM path needs it).
+    if glob.glob(os.path.join(lib64, "libcublasLt.so*")) and glob.glob(os.path.join(lib64, "libcublas.so*")):
+        define_macros.append(("AMPC_WITH_CUBLAS", "1"))
+        libraries += ["cublasLt", "cublas"]
 
 c_flags = ["-std=c11", "-fopenmp", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-missing-field-initializers",
            "-fvisibility=hidden"]

@@ -5,7 +5,9 @@
  *   device.h    devices and allocator hooks   storage.h  refcounted memory
  *   tensor.h    the tensor struct, creation, views, copies
  *   dispatch.h  the op table (ops.def) and kernel registry
- *   ops.h       math frontends: elementwise, reductions, matmul, indexing, random */
+ *   ops.h       math frontends: elementwise, reductions, matmul, indexing, random
+ *   amp.h       the GradScaler's unscale + check and scale update
+ *   autocast.h  autocast state, the cast policy table (autocast_policy.def), the weight cache */
 #ifndef AMPC_H
 #define AMPC_H
 
@@ -17,5 +19,7 @@
 #include "tensor.h"
 #include "dispatch.h"
 #include "ops.h"
+#include "amp.h"
+#include "autocast.h"
 
 #endif

@@ -25,7 +25,7 @@ typedef enum ampc_op {
 typedef enum ampc_op_kind {
     AMPC_KIND_UNARY, AMPC_KIND_BINARY, AMPC_KIND_COMPARE, AMPC_KIND_TERNARY, AMPC_KIND_COPY,
     AMPC_KIND_FILL, AMPC_KIND_REDUCE, AMPC_KIND_SCAN, AMPC_KIND_GEMM, AMPC_KIND_INDEX,
-    AMPC_KIND_RANDOM
+    AMPC_KIND_RANDOM, AMPC_KIND_AMP, AMPC_KIND_NN
 } ampc_op_kind;
 
 const char *ampc_op_name(ampc_op op);
@@ -45,6 +45,10 @@ typedef struct ampc_kernel_args {
     int64_t ints[AMPC_MAX_KERNEL_INTS];
     int n_ints;
     uint64_t seed, offset; /* Philox key and counter for RANDOM ops */
+    /* Multi-tensor ops (the scaler's unscale, fused optimizers): any number of tensors, grouped
+     * by the frontend so one kernel launch serves a whole list. */
+    ampc_tensor *const *list;
+    int n_list;
 } ampc_kernel_args;
 
 typedef ampc_status (*ampc_kernel_fn)(ampc_op op, const ampc_kernel_args *args);

@@ -1,2 +1,672 @@
-/* elementwise.c: frontends of the elementwise ops (placeholder until implemented). */
+/* elementwise.c: frontends of the elementwise ops (UNARY, BINARY, COMPARE and TERNARY rows of
+ * ops.def): PyTorch's shape, dtype and argument rules, then one dispatch.
+ *
+ * Every public function builds an ew_call and hands it to ew_run, which
+ *   1. broadcasts the inputs' shapes,
+ *   2. finds the compute dtype (torch.result_type over the operands, then the op's rule from
+ *      the `rules` table: float-only ops promote integers to the default float dtype, ...) and
+ *      the output dtype (bool for comparisons, isnan, logical ops),
+ *   3. raises PyTorch's errors for what the op does not support,
+ *   4. for in-place / out= calls checks the output (shape, can_cast, memory overlap),
+ *   5. casts tensor inputs to the compute dtype, and passes 0-dim CPU tensors (Python numbers
+ *      among them) as scalar values instead (the kernel contract: in[k] == NULL means operand k
+ *      is args.scalars[1 + k]), which is also how a CPU scalar meets a CUDA tensor,
+ *   6. dispatches into the output, or into a temporary of the result dtype that is then copied
+ *      into an output of another dtype (`int_tensor.add_(...)`, `x_fp16 += x_fp32`).
+ * Scalars are rounded to the compute dtype first, as PyTorch's TensorIterator does, except where
+ * torch's CPU kernels read the original value in opmath precision (the second operand of add,
+ * sub, mul, div; a float32/float64 pow exponent), so fp16/bf16 results match torch bit for bit. */
+#include <math.h>
+#include <string.h>
+
 #include "ops.h"
+
+/* ------------------------------------------------------------------ per-op rules (data) */
+
+enum {
+    R_FLOAT_RESULT = 1 << 0,         /* integer/bool inputs compute in the default float dtype */
+    R_BOOL_RESULT = 1 << 1,          /* the output is bool */
+    R_NO_BOOL = 1 << 2,              /* a bool compute dtype is not implemented */
+    R_FLOAT_ONLY = 1 << 3,           /* only floating compute dtypes are implemented */
+    R_INTEGRAL_ONLY = 1 << 4,        /* only integer and bool compute dtypes (bitwise ops) */
+    R_IDENTITY_ON_INTEGRAL = 1 << 5, /* floor/ceil/round of integers: a copy */
+    R_CONST_ON_INTEGRAL = 1 << 6,    /* isfinite/isnan/isinf of integers: a constant */
+};
+
+typedef struct ew_rule {
+    unsigned flags;
+    const char *kernel; /* the name PyTorch's "... not implemented for 'Bool'" errors quote */
+} ew_rule;
+
+static const ew_rule rules[AMPC_NUM_OPS] = {
+    [AMPC_OP_NEG] = {0, "neg_cpu"},
+    [AMPC_OP_ABS] = {R_NO_BOOL, "abs_cpu"},
+    [AMPC_OP_EXP] = {R_FLOAT_RESULT, "exp_vml_cpu"},
+    [AMPC_OP_LOG] = {R_FLOAT_RESULT, "log_vml_cpu"},
+    [AMPC_OP_SQRT] = {R_FLOAT_RESULT, "sqrt_vml_cpu"},
+    [AMPC_OP_RSQRT] = {R_FLOAT_RESULT, "rsqrt_cpu"},
+    [AMPC_OP_RECIPROCAL] = {R_FLOAT_RESULT, "reciprocal_cpu"},
+    [AMPC_OP_SIGMOID] = {R_FLOAT_RESULT, "sigmoid_cpu"},
+    [AMPC_OP_TANH] = {R_FLOAT_RESULT, "tanh_vml_cpu"},
+    [AMPC_OP_RELU] = {0, "relu_cpu"},
+    [AMPC_OP_GELU] = {R_FLOAT_ONLY, "GeluKernelImpl"},
+    [AMPC_OP_SILU] = {R_FLOAT_ONLY, "silu_cpu"},
+    [AMPC_OP_SOFTPLUS] = {R_FLOAT_ONLY, "softplus_cpu"},
+    [AMPC_OP_SIN] = {R_FLOAT_RESULT, "sin_vml_cpu"},
+    [AMPC_OP_COS] = {R_FLOAT_RESULT, "cos_vml_cpu"},
+    [AMPC_OP_ERF] = {R_FLOAT_RESULT, "erf_vml_cpu"},
+    [AMPC_OP_SIGN] = {0, "sign_cpu"},
+    [AMPC_OP_FLOOR] = {R_NO_BOOL | R_IDENTITY_ON_INTEGRAL, "floor_vml_cpu"},
+    [AMPC_OP_CEIL] = {R_NO_BOOL | R_IDENTITY_ON_INTEGRAL, "ceil_vml_cpu"},
+    [AMPC_OP_ROUND] = {R_NO_BOOL | R_IDENTITY_ON_INTEGRAL, "round_vml_cpu"},
+    [AMPC_OP_LOGICAL_NOT] = {R_BOOL_RESULT, "logical_not_cpu"},
+    [AMPC_OP_ISFINITE] = {R_BOOL_RESULT | R_CONST_ON_INTEGRAL, "isfinite"},
+    [AMPC_OP_ISNAN] = {R_BOOL_RESULT | R_CONST_ON_INTEGRAL, "isnan"},
+    [AMPC_OP_ISINF] = {R_BOOL_RESULT | R_CONST_ON_INTEGRAL, "isinf"},
+    [AMPC_OP_CLAMP] = {R_NO_BOOL, "clamp_scalar_cpu"},
+    [AMPC_OP_ADD] = {0, "add_cpu"},
+    [AMPC_OP_SUB] = {0, "sub_cpu"},
+    [AMPC_OP_MUL] = {0, "mul_cpu"},
+    [AMPC_OP_DIV] = {R_FLOAT_RESULT, "div_true_cpu"},
+    [AMPC_OP_REMAINDER] = {R_NO_BOOL, "remainder_cpu"},
+    [AMPC_OP_POW] = {R_NO_BOOL, "pow"},
+    [AMPC_OP_MAXIMUM] = {0, "maximum_cpu"},
+    [AMPC_OP_MINIMUM] = {0, "minimum_cpu"},
+    [AMPC_OP_ATAN2] = {R_FLOAT_RESULT, "atan2_cpu"},
+    [AMPC_OP_LOGICAL_AND] = {R_BOOL_RESULT, "logical_and_cpu"},
+    [AMPC_OP_LOGICAL_OR] = {R_BOOL_RESULT, "logical_or_cpu"},
+    [AMPC_OP_BITWISE_AND] = {R_INTEGRAL_ONLY, "bitwise_and_cpu"},
+    [AMPC_OP_BITWISE_OR] = {R_INTEGRAL_ONLY, "bitwise_or_cpu"},
+    [AMPC_OP_BITWISE_XOR] = {R_INTEGRAL_ONLY, "bitwise_xor_cpu"},
+    [AMPC_OP_EQ] = {R_BOOL_RESULT, "eq_cpu"},
+    [AMPC_OP_NE] = {R_BOOL_RESULT, "ne_cpu"},
+    [AMPC_OP_LT] = {R_BOOL_RESULT, "lt_cpu"},
+    [AMPC_OP_LE] = {R_BOOL_RESULT, "le_cpu"},
+    [AMPC_OP_GT] = {R_BOOL_RESULT, "gt_cpu"},
+    [AMPC_OP_GE] = {R_BOOL_RESULT, "ge_cpu"},
+    [AMPC_OP_WHERE] = {0, "where_cpu"},
+};
+
+/* PyTorch's names of the dtypes, which its error messages use ("Float", "Long"). */
+static const char *torch_type_name(ampc_dtype dt) {
+    static const char *const names[AMPC_NUM_DTYPES] = {"Float", "Half", "BFloat16", "Double",
+                                                       "Long",  "Int",  "Byte",     "Bool"};
+    return ampc_dtype_is_valid(dt) ? names[dt] : "Undefined";
+}
+
+static bool is_elementwise(ampc_op op) {
+    if (op < 0 || op >= AMPC_NUM_OPS) return false;
+    ampc_op_kind k = ampc_op_kind_of(op);
+    return k == AMPC_KIND_UNARY || k == AMPC_KIND_BINARY || k == AMPC_KIND_COMPARE || k == AMPC_KIND_TERNARY;
+}
+
+static int op_arity(ampc_op op) {
+    ampc_op_kind k = ampc_op_kind_of(op);
+    return k == AMPC_KIND_UNARY ? 1 : k == AMPC_KIND_TERNARY ? 3 : 2;
+}
+
+/* torch.can_cast: no float -> integer, no non-bool -> bool. */
+static bool can_cast(ampc_dtype from, ampc_dtype to) {
+    if (ampc_dtype_is_floating(from) && ampc_dtype_is_integral(to, false)) return false;
+    if (from != AMPC_BOOL && to == AMPC_BOOL) return false;
+    return true;
+}
+
+/* ------------------------------------------------------------------ one call */
+
+typedef struct ew_call {
+    ampc_op op;
+    int n_in;
+    const ampc_tensor *in[3];
+    ampc_scalar params[2]; /* ADD/SUB: alpha; CLAMP: min, max; SOFTPLUS: beta, threshold */
+    int64_t mode;          /* DIV: 0 true, 1 trunc, 2 floor; GELU: 0 exact, 1 tanh; ROUND: decimals */
+} ew_call;
+
+static bool is_cpu_scalar(const ampc_tensor *t) { return t->ndim == 0 && t->device.type == AMPC_CPU; }
+
+/* Which inputs travel as scalar values: 0-dim CPU tensors, while one tensor operand remains
+ * (binary: prefer the right operand; where: never the condition). */
+static bool passes_as_scalar(const ew_call *c, int k) {
+    ampc_op_kind kind = ampc_op_kind_of(c->op);
+    if (kind == AMPC_KIND_UNARY || !is_cpu_scalar(c->in[k])) return false;
+    if (kind == AMPC_KIND_TERNARY) return k > 0;
+    return k == 1 || !is_cpu_scalar(c->in[1]);
+}
+
+/* The value of a 0-dim CPU tensor. */
+static ampc_scalar cpu_scalar_value(const ampc_tensor *t) {
+    const void *p = ampc_data_ptr(t);
+    switch (t->dtype) {
+    case AMPC_FLOAT32: return ampc_scalar_float(*(const float *)p);
+    case AMPC_FLOAT16: return ampc_scalar_float(ampc_half_to_f32(*(const ampc_half *)p));
+    case AMPC_BFLOAT16: return ampc_scalar_float(ampc_bf16_to_f32(*(const ampc_bfloat16 *)p));
+    case AMPC_FLOAT64: return ampc_scalar_float(*(const double *)p);
+    case AMPC_INT64: return ampc_scalar_int(*(const int64_t *)p);
+    case AMPC_INT32: return ampc_scalar_int(*(const int32_t *)p);
+    case AMPC_UINT8: return ampc_scalar_int(*(const uint8_t *)p);
+    default: return ampc_scalar_bool(*(const bool *)p);
+    }
+}
+
+/* A scalar as it reads after a cast to a floating dtype (integers are left to the kernel,
+ * which wraps them to its width). */
+static ampc_scalar round_to_dtype(ampc_scalar v, ampc_dtype dt) {
+    if (!ampc_dtype_is_floating(dt) || dt == AMPC_FLOAT64 || v.kind == AMPC_SCALAR_NONE) return v;
+    float f = v.kind == AMPC_SCALAR_FLOAT ? (float)v.v.f : (float)ampc_scalar_to_int(v);
+    if (dt == AMPC_FLOAT16) f = ampc_half_to_f32(ampc_f32_to_half(f));
+    if (dt == AMPC_BFLOAT16) f = ampc_bf16_to_f32(ampc_f32_to_bf16(f));
+    return ampc_scalar_float(f);
+}
+
+/* torch reads these scalars in opmath precision without rounding them to the dtype first. */
+static bool scalar_keeps_precision(ampc_op op, int k, ampc_dtype compute) {
+    if (k != 1) return false;
+    if (op == AMPC_OP_ADD || op == AMPC_OP_SUB || op == AMPC_OP_MUL || op == AMPC_OP_DIV) return true;
+    return op == AMPC_OP_POW && (compute == AMPC_FLOAT32 || compute == AMPC_FLOAT64);
+}
+
+static const char *effective_kernel_name(const ew_call *c) {
+    if (c->op == AMPC_OP_DIV && c->mode == 1) return "div_trunc_cpu";
+    if (c->op == AMPC_OP_DIV && c->mode == 2) return "div_floor_cpu";
+    if (c->op == AMPC_OP_ROUND && c->mode != 0) return "round_cpu";
+    if (c->op == AMPC_OP_CLAMP && c->params[0].kind == AMPC_SCALAR_NONE) return "clamp_max_scalar_cpu";
+    if (c->op == AMPC_OP_CLAMP && c->params[1].kind == AMPC_SCALAR_NONE) return "clamp_min_scalar_cpu";
+    return rules[c->op].kernel;
+}
+
+static unsigned effective_flags(const ew_call *c) {
+    if (c->op == AMPC_OP_DIV && c->mode != 0) return R_NO_BOOL; /* trunc/floor keep the dtype */
+    if (c->op == AMPC_OP_ROUND && c->mode != 0) return R_FLOAT_ONLY; /* decimals: floats only */
+    return rules[c->op].flags;
+}
+
+/* Step 2: the compute dtype and the output dtype. */
+static void result_dtypes(const ew_call *c, ampc_dtype *compute, ampc_dtype *out_dt) {
+    ampc_result_type_state st;
+    ampc_result_type_init(&st);
+    for (int k = c->op == AMPC_OP_WHERE ? 1 : 0; k < c->n_in; k++)
+        ampc_result_type_update(&st, c->in[k]->dtype, c->in[k]->ndim, c->in[k]->is_wrapped_number);
+    if (c->op == AMPC_OP_CLAMP)
+        for (int k = 0; k < 2; k++)
+            if (c->params[k].kind != AMPC_SCALAR_NONE)
+                ampc_result_type_update(&st, ampc_scalar_dtype(c->params[k]), 0, true);
+    ampc_dtype common = ampc_result_type_finish(&st);
+    unsigned flags = effective_flags(c);
+    if ((flags & R_FLOAT_RESULT) && !ampc_dtype_is_floating(common)) common = ampc_get_default_dtype();
+    *compute = common;
+    *out_dt = (flags & R_BOOL_RESULT) ? AMPC_BOOL : common;
+}
+
+/* Step 3a: PyTorch's argument errors (raised before anything runs). */
+static ampc_status check_arguments(const ew_call *c, ampc_dtype compute) {
+    const char *name = ampc_op_name(c->op);
+    switch (c->op) {
+    case AMPC_OP_NEG:
+        if (compute == AMPC_BOOL)
+            return ampc_set_error(AMPC_E_RUNTIME, "Negation, the `-` operator, on a bool tensor is not supported. If you "
+                                                  "are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+        break;
+    case AMPC_OP_RELU:
+        if (compute == AMPC_BOOL) return ampc_set_error(AMPC_E_RUNTIME, "Boolean inputs not supported for relu");
+        break;
+    case AMPC_OP_CLAMP:
+        if (c->params[0].kind == AMPC_SCALAR_NONE && c->params[1].kind == AMPC_SCALAR_NONE)
+            return ampc_set_error(AMPC_E_RUNTIME, "torch.clamp: At least one of 'min' or 'max' must not be None");
+        break;
+    case AMPC_OP_SUB:
+        if (c->in[0]->dtype == AMPC_BOOL && c->in[1]->dtype == AMPC_BOOL)
+            return ampc_set_error(AMPC_E_RUNTIME, "Subtraction, the `-` operator, with two bool tensors is not supported. "
+                                                  "Use the `^` or `logical_xor()` operator instead.");
+        if (c->in[0]->dtype == AMPC_BOOL || c->in[1]->dtype == AMPC_BOOL)
+            return ampc_set_error(AMPC_E_RUNTIME, "Subtraction, the `-` operator, with a bool tensor is not supported. "
+                                                  "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                                                  "operator instead.");
+        /* fallthrough: sub takes alpha like add */
+    case AMPC_OP_ADD:
+        if (c->params[0].kind == AMPC_SCALAR_FLOAT && !ampc_dtype_is_floating(compute))
+            return ampc_set_error(AMPC_E_RUNTIME, "For integral input tensors, argument alpha must not be a floating point number.");
+        if (c->params[0].kind == AMPC_SCALAR_BOOL && compute != AMPC_BOOL)
+            return ampc_set_error(AMPC_E_RUNTIME, "Boolean alpha only supported for Boolean results.");
+        break;
+    case AMPC_OP_DIV:
+        if (c->mode < 0 || c->mode > 2)
+            return ampc_set_error(AMPC_E_RUNTIME, "div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                                                  "but found mode %lld", (long long)c->mode);
+        break;
+    case AMPC_OP_POW: {
+        const ampc_tensor *e = c->in[1];
+        if (e->is_wrapped_number && ampc_dtype_is_integral(c->in[0]->dtype, true) && !ampc_dtype_is_floating(e->dtype) &&
+            ampc_scalar_to_int(cpu_scalar_value(e)) < 0)
+            return ampc_set_error(AMPC_E_RUNTIME, "Integers to negative integer powers are not allowed.");
+        break;
+    }
+    case AMPC_OP_WHERE:
+        if (c->in[0]->dtype != AMPC_BOOL && c->in[0]->dtype != AMPC_UINT8)
+            return ampc_set_error(AMPC_E_RUNTIME, "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
+                                  torch_type_name(c->in[0]->dtype));
+        break;
+    case AMPC_OP_GELU:
+        if (c->mode != 0 && c->mode != 1)
+            return ampc_set_error(AMPC_E_RUNTIME, "approximate argument must be either none or tanh.");
+        break;
+    default: break;
+    }
+    (void)name;
+    return AMPC_OK;
+}
+
+/* Step 3b: dtypes the kernels do not implement, with torch's NotImplementedError text. */
+static ampc_status check_kernel_dtype(const ew_call *c, ampc_dtype compute) {
+    unsigned flags = effective_flags(c);
+    bool bad = ((flags & R_NO_BOOL) && compute == AMPC_BOOL) ||
+               ((flags & R_FLOAT_ONLY) && !ampc_dtype_is_floating(compute)) ||
+               ((flags & R_INTEGRAL_ONLY) && ampc_dtype_is_floating(compute));
+    if (bad)
+        return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"%s\" not implemented for '%s'", effective_kernel_name(c),
+                              torch_type_name(compute));
+    return AMPC_OK;
+}
+
+/* ---- memory overlap (PyTorch's has_internal_overlap / get_overlap_status) ---- */
+
+static bool has_internal_overlap(const ampc_tensor *t) {
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] > 1 && t->strides[i] == 0) return true;
+    return false;
+}
+
+/* True when the elements fill a block of memory exactly once, in some dim order. */
+static bool is_non_overlapping_and_dense(const ampc_tensor *t) {
+    int order[AMPC_MAX_DIMS], n = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] == 0) return true;
+        if (t->shape[i] == 1) continue;
+        int j = n++;
+        while (j > 0 && t->strides[order[j - 1]] > t->strides[i]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    int64_t expected = 1;
+    for (int j = 0; j < n; j++) {
+        if (t->strides[order[j]] != expected) return false;
+        expected *= t->shape[order[j]];
+    }
+    return true;
+}
+
+/* [begin, end) in bytes of the memory a strided tensor touches (strides are never negative). */
+static void memory_range(const ampc_tensor *t, const char **begin, const char **end) {
+    int64_t item = (int64_t)ampc_dtype_itemsize(t->dtype), last = 0;
+    for (int i = 0; i < t->ndim; i++) last += (t->shape[i] - 1) * t->strides[i];
+    *begin = (const char *)ampc_data_ptr(t);
+    *end = *begin + (ampc_numel(t) ? (last + 1) * item : 0);
+}
+
+typedef enum { OVERLAP_NONE, OVERLAP_FULL, OVERLAP_PARTIAL, OVERLAP_UNKNOWN } overlap_kind;
+
+static overlap_kind overlap_between(const ampc_tensor *out, const ampc_tensor *in) {
+    if (out->storage != in->storage || ampc_numel(out) == 0 || ampc_numel(in) == 0) return OVERLAP_NONE;
+    const char *ob, *oe, *ib, *ie;
+    memory_range(out, &ob, &oe);
+    memory_range(in, &ib, &ie);
+    if (!(ob < ie && ib < oe)) return OVERLAP_NONE;
+    bool same_view = ob == ib && out->dtype == in->dtype && out->ndim == in->ndim &&
+                     memcmp(out->shape, in->shape, sizeof(int64_t) * (size_t)out->ndim) == 0 &&
+                     memcmp(out->strides, in->strides, sizeof(int64_t) * (size_t)out->ndim) == 0;
+    if (same_view) return OVERLAP_FULL;
+    if (is_non_overlapping_and_dense(out) && is_non_overlapping_and_dense(in)) return OVERLAP_PARTIAL;
+    return OVERLAP_UNKNOWN;
+}
+
+/* ------------------------------------------------------------------ the run */
+
+/* The result of a call whose value needs no kernel: a fill or a copy of an input. */
+typedef enum { SHORTCUT_NONE, SHORTCUT_FILL, SHORTCUT_COPY } shortcut_kind;
+
+static shortcut_kind find_shortcut(const ew_call *c, ampc_dtype compute, ampc_scalar *fill_value) {
+    unsigned flags = effective_flags(c);
+    bool integral = !ampc_dtype_is_floating(compute);
+    if ((flags & R_IDENTITY_ON_INTEGRAL) && integral && compute != AMPC_BOOL && c->mode == 0) return SHORTCUT_COPY;
+    if ((flags & R_CONST_ON_INTEGRAL) && integral) {
+        *fill_value = ampc_scalar_bool(c->op == AMPC_OP_ISFINITE);
+        return SHORTCUT_FILL;
+    }
+    if (c->op == AMPC_OP_SIGN && compute == AMPC_BOOL) return SHORTCUT_COPY;
+    if (c->op == AMPC_OP_CLAMP && !integral) {
+        for (int k = 0; k < 2; k++) {
+            if (c->params[k].kind == AMPC_SCALAR_FLOAT && isnan(c->params[k].v.f)) {
+                *fill_value = ampc_scalar_float(NAN);
+                return SHORTCUT_FILL;
+            }
+        }
+    }
+    if (c->op == AMPC_OP_POW && c->in[1]->is_wrapped_number) { /* torch: x ** 0 == 1, x ** 1 == x */
+        double e = ampc_scalar_to_double(cpu_scalar_value(c->in[1]));
+        if (e == 0) {
+            *fill_value = ampc_scalar_int(1);
+            return SHORTCUT_FILL;
+        }
+        if (e == 1) return SHORTCUT_COPY;
+    }
+    return SHORTCUT_NONE;
+}
+
+/* Runs a call into `out` (NULL: a new tensor of the result shape and dtype). Returns a new
+ * reference to the result (to `out` itself when given). */
+static ampc_tensor *ew_run(const ew_call *c, ampc_tensor *out) {
+    const char *name = ampc_op_name(c->op);
+    for (int k = 0; k < c->n_in; k++)
+        if (!c->in[k]) {
+            ampc_set_error(AMPC_E_VALUE, "%s: input %d is missing", name, k);
+            return NULL;
+        }
+
+    /* 1. shape */
+    int nd = c->in[0]->ndim;
+    int64_t shape[AMPC_MAX_DIMS];
+    if (nd) memcpy(shape, c->in[0]->shape, sizeof(int64_t) * (size_t)nd);
+    for (int k = 1; k < c->n_in; k++) {
+        int64_t so_far[AMPC_MAX_DIMS];
+        if (nd) memcpy(so_far, shape, sizeof(int64_t) * (size_t)nd);
+        if (ampc_broadcast_shapes(name, nd, so_far, c->in[k]->ndim, c->in[k]->shape, &nd, shape) != AMPC_OK) return NULL;
+    }
+
+    /* 2. dtypes, 3. argument errors */
+    ampc_dtype compute, out_dt;
+    result_dtypes(c, &compute, &out_dt);
+    if (check_arguments(c, compute) != AMPC_OK) return NULL;
+
+    /* 4. the given output */
+    ampc_device dev = c->in[0]->device;
+    for (int k = 0; k < c->n_in; k++)
+        if (!is_cpu_scalar(c->in[k])) {
+            dev = c->in[k]->device;
+            break;
+        }
+    if (out) {
+        char so[160], sb[160];
+        if (out->ndim != nd || (nd && memcmp(out->shape, shape, sizeof(int64_t) * (size_t)nd) != 0)) {
+            ampc_set_error(AMPC_E_RUNTIME, "output with shape %s doesn't match the broadcast shape %s",
+                           ampc_shape_str(out->ndim, out->shape, so, sizeof so), ampc_shape_str(nd, shape, sb, sizeof sb));
+            return NULL;
+        }
+        if (!can_cast(out_dt, out->dtype)) {
+            ampc_set_error(AMPC_E_RUNTIME, "result type %s can't be cast to the desired output type %s",
+                           torch_type_name(out_dt), torch_type_name(out->dtype));
+            return NULL;
+        }
+        if (has_internal_overlap(out)) {
+            ampc_set_error(AMPC_E_RUNTIME, "unsupported operation: more than one element of the written-to tensor refers "
+                                           "to a single memory location. Please clone() the tensor before performing the operation.");
+            return NULL;
+        }
+        for (int k = 0; k < c->n_in; k++)
+            if (overlap_between(out, c->in[k]) == OVERLAP_PARTIAL) {
+                ampc_set_error(AMPC_E_RUNTIME, "unsupported operation: some elements of the input tensor and the written-to "
+                                               "tensor refer to a single memory location. Please clone() the tensor before "
+                                               "performing the operation.");
+                return NULL;
+            }
+        dev = out->device;
+    }
+
+    /* results that need no kernel */
+    ampc_scalar fill_value = ampc_scalar_none();
+    shortcut_kind shortcut = find_shortcut(c, compute, &fill_value);
+    if (shortcut == SHORTCUT_NONE && check_kernel_dtype(c, compute) != AMPC_OK) return NULL;
+    ampc_tensor *result = out;
+    if (result)
+        ampc_tensor_incref(result);
+    else if (!(result = ampc_empty(nd, shape, out_dt, dev)))
+        return NULL;
+    if (shortcut != SHORTCUT_NONE) {
+        ampc_status st = AMPC_OK;
+        if (shortcut == SHORTCUT_FILL)
+            st = ampc_fill_(result, fill_value);
+        else if (overlap_between(result, c->in[0]) != OVERLAP_FULL)
+            st = ampc_copy_(result, c->in[0]);
+        if (st != AMPC_OK) {
+            ampc_tensor_decref(result);
+            return NULL;
+        }
+        return result;
+    }
+
+    /* 5. kernel inputs */
+    ampc_kernel_args args;
+    memset(&args, 0, sizeof args);
+    ampc_tensor *owned[3] = {NULL, NULL, NULL};
+    ampc_tensor *target = NULL;
+    ampc_status st = AMPC_OK;
+    args.n_in = c->n_in;
+    args.scalars[0] = c->params[0];
+    if (c->op != AMPC_OP_WHERE) args.scalars[1] = c->params[1];
+    args.ints[0] = c->mode;
+    args.n_ints = 1;
+    for (int k = 0; k < c->n_in && st == AMPC_OK; k++) {
+        const ampc_tensor *t = c->in[k];
+        ampc_dtype want = (c->op == AMPC_OP_WHERE && k == 0) ? AMPC_BOOL : compute;
+        if (passes_as_scalar(c, k)) {
+            ampc_scalar v = cpu_scalar_value(t);
+            args.scalars[1 + k] = scalar_keeps_precision(c->op, k, compute) ? v : round_to_dtype(v, compute);
+            args.in[k] = NULL;
+            continue;
+        }
+        ampc_device to_dev = is_cpu_scalar(t) ? dev : t->device; /* a CPU 0-dim condition moves */
+        owned[k] = ampc_to(t, want, to_dev, false);
+        if (!owned[k]) {
+            st = ampc_last_status();
+            break;
+        }
+        /* an input that overlaps the output in a way an elementwise pass cannot read safely */
+        if (out && overlap_between(out, owned[k]) == OVERLAP_UNKNOWN) {
+            ampc_tensor *copy = ampc_clone(owned[k]);
+            ampc_tensor_decref(owned[k]);
+            owned[k] = copy;
+            if (!copy) {
+                st = ampc_last_status();
+                break;
+            }
+        }
+        args.in[k] = owned[k];
+    }
+
+    /* 6. dispatch, through a temporary when the output has another dtype */
+    if (st == AMPC_OK) {
+        target = result->dtype == out_dt ? result : ampc_empty(nd, shape, out_dt, result->device);
+        if (!target) st = ampc_last_status();
+    }
+    if (st == AMPC_OK) {
+        args.out[0] = target;
+        args.n_out = 1;
+        st = ampc_dispatch(c->op, &args);
+        if (st == AMPC_OK && target != result) st = ampc_copy_(result, target);
+        else if (st == AMPC_OK && out) out->storage->version++;
+    }
+    if (target && target != result) ampc_tensor_decref(target);
+    for (int k = 0; k < 3; k++) ampc_tensor_decref(owned[k]);
+    if (st != AMPC_OK) {
+        ampc_tensor_decref(result);
+        return NULL;
+    }
+    return result;
+}
+
+static ampc_status ew_run_into(const ew_call *c, ampc_tensor *out) {
+    ampc_tensor *r = ew_run(c, out);
+    if (!r) return ampc_last_status();
+    ampc_tensor_decref(r);
+    return AMPC_OK;
+}
+
+static ew_call make_call(ampc_op op, int n_in, const ampc_tensor *a, const ampc_tensor *b, const ampc_tensor *c) {
+    ew_call call;
+    memset(&call, 0, sizeof call);
+    call.op = op;
+    call.n_in = n_in;
+    call.in[0] = a;
+    call.in[1] = b;
+    call.in[2] = c;
+    call.params[0] = ampc_scalar_none();
+    call.params[1] = ampc_scalar_none();
+    return call;
+}
+
+static bool check_kind(ampc_op op, ampc_op_kind k1, ampc_op_kind k2, const char *fn) {
+    if (op < 0 || op >= AMPC_NUM_OPS || (ampc_op_kind_of(op) != k1 && ampc_op_kind_of(op) != k2)) {
+        ampc_set_error(AMPC_E_VALUE, "%s: op %s is not of the right kind", fn, ampc_op_name(op));
+        return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ public frontends */
+
+ampc_tensor *ampc_unary(ampc_op op, const ampc_tensor *a) {
+    if (!check_kind(op, AMPC_KIND_UNARY, AMPC_KIND_UNARY, "ampc_unary")) return NULL;
+    ew_call c = make_call(op, 1, a, NULL, NULL);
+    if (op == AMPC_OP_SOFTPLUS) {
+        c.params[0] = ampc_scalar_float(1.0);
+        c.params[1] = ampc_scalar_float(20.0);
+    }
+    return ew_run(&c, NULL);
+}
+
+ampc_tensor *ampc_round(const ampc_tensor *a, int64_t decimals) {
+    ew_call c = make_call(AMPC_OP_ROUND, 1, a, NULL, NULL);
+    c.mode = decimals;
+    return ew_run(&c, NULL);
+}
+
+ampc_tensor *ampc_gelu(const ampc_tensor *a, bool tanh_approximation) {
+    ew_call c = make_call(AMPC_OP_GELU, 1, a, NULL, NULL);
+    c.mode = tanh_approximation ? 1 : 0;
+    return ew_run(&c, NULL);
+}
+
+ampc_tensor *ampc_softplus(const ampc_tensor *a, double beta, double threshold) {
+    ew_call c = make_call(AMPC_OP_SOFTPLUS, 1, a, NULL, NULL);
+    c.params[0] = ampc_scalar_float(beta);
+    c.params[1] = ampc_scalar_float(threshold);
+    return ew_run(&c, NULL);
+}
+
+ampc_tensor *ampc_clamp(const ampc_tensor *a, ampc_scalar min, ampc_scalar max) {
+    ew_call c = make_call(AMPC_OP_CLAMP, 1, a, NULL, NULL);
+    c.params[0] = min;
+    c.params[1] = max;
+    return ew_run(&c, NULL);
+}
+
+/* DIV's rounding mode cannot ride on ampc_binary's signature; div_mode below takes it. */
+static ampc_tensor *binary_with_mode(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha,
+                                     int64_t mode, ampc_tensor *out) {
+    if (!check_kind(op, AMPC_KIND_BINARY, AMPC_KIND_COMPARE, "ampc_binary")) return NULL;
+    ew_call c = make_call(op, 2, a, b, NULL);
+    if (op == AMPC_OP_ADD || op == AMPC_OP_SUB) c.params[0] = alpha;
+    c.mode = mode;
+    return ew_run(&c, out);
+}
+
+ampc_tensor *ampc_binary(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha) {
+    return binary_with_mode(op, a, b, alpha, 0, NULL);
+}
+
+ampc_tensor *ampc_div_mode(const ampc_tensor *a, const ampc_tensor *b, int rounding_mode) {
+    return binary_with_mode(AMPC_OP_DIV, a, b, ampc_scalar_none(), rounding_mode, NULL);
+}
+
+ampc_status ampc_div_mode_(ampc_tensor *a, const ampc_tensor *b, int rounding_mode) {
+    ampc_tensor *r = binary_with_mode(AMPC_OP_DIV, a, b, ampc_scalar_none(), rounding_mode, a);
+    if (!r) return ampc_last_status();
+    ampc_tensor_decref(r);
+    return AMPC_OK;
+}
+
+ampc_status ampc_binary_(ampc_op op, ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha) {
+    ampc_tensor *r = binary_with_mode(op, a, b, alpha, 0, a);
+    if (!r) return ampc_last_status();
+    ampc_tensor_decref(r);
+    return AMPC_OK;
+}
+
+ampc_status ampc_unary_(ampc_op op, ampc_tensor *a) {
+    if (!check_kind(op, AMPC_KIND_UNARY, AMPC_KIND_UNARY, "ampc_unary_")) return ampc_last_status();
+    ew_call c = make_call(op, 1, a, NULL, NULL);
+    if (op == AMPC_OP_SOFTPLUS) {
+        c.params[0] = ampc_scalar_float(1.0);
+        c.params[1] = ampc_scalar_float(20.0);
+    }
+    return ew_run_into(&c, a);
+}
+
+ampc_status ampc_clamp_(ampc_tensor *a, ampc_scalar min, ampc_scalar max) {
+    ew_call c = make_call(AMPC_OP_CLAMP, 1, a, NULL, NULL);
+    c.params[0] = min;
+    c.params[1] = max;
+    return ew_run_into(&c, a);
+}
+
+/* clamp with tensor bounds (either may be NULL): minimum(maximum(a, min), max), which promotes
+ * and propagates NaN from every operand like torch.clamp(Tensor, Tensor, Tensor). */
+ampc_tensor *ampc_clamp_tensors(const ampc_tensor *a, const ampc_tensor *min, const ampc_tensor *max) {
+    if (!min && !max) {
+        ampc_set_error(AMPC_E_RUNTIME, "torch.clamp: At least one of 'min' or 'max' must not be None");
+        return NULL;
+    }
+    ampc_tensor *lower = min ? ampc_binary(AMPC_OP_MAXIMUM, a, min, ampc_scalar_none()) : NULL;
+    if (min && !lower) return NULL;
+    if (!max) return lower;
+    ampc_tensor *r = ampc_binary(AMPC_OP_MINIMUM, lower ? lower : a, max, ampc_scalar_none());
+    ampc_tensor_decref(lower);
+    return r;
+}
+
+ampc_status ampc_clamp_tensors_(ampc_tensor *a, const ampc_tensor *min, const ampc_tensor *max) {
+    if (!min && !max) return ampc_set_error(AMPC_E_RUNTIME, "torch.clamp: At least one of 'min' or 'max' must not be None");
+    if (min) AMPC_TRY(ampc_binary_(AMPC_OP_MAXIMUM, a, min, ampc_scalar_none()));
+    if (max) AMPC_TRY(ampc_binary_(AMPC_OP_MINIMUM, a, max, ampc_scalar_none()));
+    return AMPC_OK;
+}
+
+/* ~x: logical not of bools, x ^ -1 of integers (two's complement NOT), as torch.bitwise_not. */
+ampc_tensor *ampc_bitwise_not(const ampc_tensor *a) {
+    if (a->dtype == AMPC_BOOL) return ampc_unary(AMPC_OP_LOGICAL_NOT, a);
+    if (!ampc_dtype_is_integral(a->dtype, false)) {
+        ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"bitwise_not_cpu\" not implemented for '%s'", torch_type_name(a->dtype));
+        return NULL;
+    }
+    ampc_tensor *all_ones = ampc_wrap_scalar(ampc_scalar_int(-1), ampc_cpu_device());
+    if (!all_ones) return NULL;
+    ampc_tensor *r = ampc_binary(AMPC_OP_BITWISE_XOR, a, all_ones, ampc_scalar_none());
+    ampc_tensor_decref(all_ones);
+    return r;
+}
+
+ampc_tensor *ampc_where(const ampc_tensor *cond, const ampc_tensor *a, const ampc_tensor *b) {
+    ew_call c = make_call(AMPC_OP_WHERE, 3, cond, a, b);
+    return ew_run(&c, NULL);
+}
+
+ampc_status ampc_elementwise_into(ampc_op op, ampc_tensor *out, int n_in, const ampc_tensor **ins,
+                                  const ampc_scalar *scalars, int n_scalars) {
+    if (!is_elementwise(op)) return ampc_set_error(AMPC_E_VALUE, "elementwise_into: %s is not an elementwise op", ampc_op_name(op));
+    if (!out || n_in != op_arity(op) || !ins)
+        return ampc_set_error(AMPC_E_VALUE, "elementwise_into: %s takes an output and %d inputs, got %d", ampc_op_name(op),
+                              op_arity(op), n_in);
+    ew_call c = make_call(op, n_in, ins[0], n_in > 1 ? ins[1] : NULL, n_in > 2 ? ins[2] : NULL);
+    if (op == AMPC_OP_SOFTPLUS) {
+        c.params[0] = ampc_scalar_float(1.0);
+        c.params[1] = ampc_scalar_float(20.0);
+    }
+    /* scalars: the op's parameters in ops.def order; DIV's rounding mode and GELU's
+     * approximation (0/1/2, 0/1) ride as an INT scalar in the first free slot. */
+    for (int k = 0; k < n_scalars && k < 2; k++) {
+        if ((op == AMPC_OP_DIV || op == AMPC_OP_GELU || op == AMPC_OP_ROUND) && k == 0)
+            c.mode = ampc_scalar_to_int(scalars[0]);
+        else c.params[k] = scalars[k];
+    }
+    return ew_run_into(&c, out);
+}

@@ -22,14 +22,25 @@ ampc_tensor *ampc_unary(ampc_op op, const ampc_tensor *a);
 ampc_tensor *ampc_gelu(const ampc_tensor *a, bool tanh_approximation);
 ampc_tensor *ampc_softplus(const ampc_tensor *a, double beta, double threshold);
 ampc_tensor *ampc_clamp(const ampc_tensor *a, ampc_scalar min, ampc_scalar max); /* NONE = open */
+ampc_tensor *ampc_round(const ampc_tensor *a, int64_t decimals); /* round half to even */
+/* clamp with tensor bounds (NULL = open), and in place */
+ampc_tensor *ampc_clamp_tensors(const ampc_tensor *a, const ampc_tensor *min, const ampc_tensor *max);
+ampc_status ampc_clamp_tensors_(ampc_tensor *a, const ampc_tensor *min, const ampc_tensor *max);
+ampc_tensor *ampc_bitwise_not(const ampc_tensor *a); /* ~x: bool and integer tensors */
 /* Binary with broadcasting and result_type promotion; `alpha` only for ADD/SUB (NONE = 1). */
 ampc_tensor *ampc_binary(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha);
 /* In-place variant: a op= b; the result dtype must cast to a's dtype (PyTorch's can_cast rule:
  * "result type Float can't be cast to the desired output type Long"). */
 ampc_status ampc_binary_(ampc_op op, ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha);
 ampc_status ampc_unary_(ampc_op op, ampc_tensor *a);
+ampc_status ampc_clamp_(ampc_tensor *a, ampc_scalar min, ampc_scalar max);
+/* div with a rounding mode: 0 None (true division), 1 'trunc', 2 'floor' (floor_divide, //). */
+ampc_tensor *ampc_div_mode(const ampc_tensor *a, const ampc_tensor *b, int rounding_mode);
+ampc_status ampc_div_mode_(ampc_tensor *a, const ampc_tensor *b, int rounding_mode);
 ampc_tensor *ampc_where(const ampc_tensor *cond, const ampc_tensor *a, const ampc_tensor *b);
-/* Elementwise into a given output: out = op(ins...) (used by in-place and `out=` paths). */
+/* Elementwise into a given output: out = op(ins...) (used by in-place and `out=` paths).
+ * scalars: the op's parameters in ops.def order (alpha; min, max; beta, threshold); DIV's
+ * rounding mode, GELU's approximation and ROUND's decimals are an INT scalars[0]. */
 ampc_status ampc_elementwise_into(ampc_op op, ampc_tensor *out, int n_in, const ampc_tensor **ins,
                                   const ampc_scalar *scalars, int n_scalars);
 
@@ -57,24 +68,42 @@ ampc_tensor *ampc_addmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_t
                         double beta, double alpha);
 ampc_tensor *ampc_baddbmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b,
                           double beta, double alpha);
+ampc_tensor *ampc_dot(const ampc_tensor *a, const ampc_tensor *b);      /* (k).(k) -> 0-dim */
+ampc_tensor *ampc_mv(const ampc_tensor *a, const ampc_tensor *v);       /* (n,k)@(k) -> (n) */
+/* einsum of one or two operands ("ij,jk->ik", "bhqd,bhkd->bhqk", "i,i->", "...ij,...jk",
+ * "ii->i"): diagonals and sums by views and one batched GEMM (einsum.c). */
+ampc_tensor *ampc_einsum(const char *equation, int n_operands, const ampc_tensor *const *operands);
 
 /* ---- indexing and joining (index.c) ---- */
 ampc_tensor *ampc_index_select(const ampc_tensor *a, int64_t dim, const ampc_tensor *index);
 ampc_tensor *ampc_gather(const ampc_tensor *a, int64_t dim, const ampc_tensor *index);
 ampc_tensor *ampc_scatter_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index,
                               const ampc_tensor *src);
+ampc_status ampc_scatter_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src);
 ampc_tensor *ampc_index_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index,
                             const ampc_tensor *src, double alpha);
+ampc_status ampc_index_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                            double alpha);
 ampc_tensor *ampc_masked_fill(const ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value);
 ampc_status ampc_masked_fill_(ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value);
 ampc_tensor *ampc_nonzero(const ampc_tensor *a); /* (n, ndim) int64 */
 ampc_tensor *ampc_cat(int n, const ampc_tensor *const *ts, int64_t dim);
 ampc_tensor *ampc_stack(int n, const ampc_tensor *const *ts, int64_t dim);
-/* Advanced indexing: a[indices...] where each entry is an int64 or bool tensor or NULL (a full
- * slice). Shapes follow NumPy's rules. */
+/* Advanced indexing: a[indices...] where each entry is an int64/int32 index tensor, a bool (or
+ * uint8) mask covering as many dims as it has, or NULL (a full slice). Index tensors broadcast
+ * together; NumPy's rule places their dims (first when separated by a slice). At most 5 index
+ * tensors after masks expand (a mask over dims that can be merged into one counts once). */
 ampc_tensor *ampc_index(const ampc_tensor *a, int n_idx, const ampc_tensor *const *indices);
 ampc_status ampc_index_put_(ampc_tensor *a, int n_idx, const ampc_tensor *const *indices,
                             const ampc_tensor *values, bool accumulate);
+/* Views of `a` along `dim` (torch.split / split_with_sizes / chunk / unbind): a malloc'd array
+ * of *n new references, released with ampc_tensor_list_free; NULL on error. */
+ampc_tensor **ampc_split(const ampc_tensor *a, int64_t split_size, int64_t dim, int64_t *n);
+ampc_tensor **ampc_split_with_sizes(const ampc_tensor *a, int n_sizes, const int64_t *sizes, int64_t dim,
+                                    int64_t *n);
+ampc_tensor **ampc_chunk(const ampc_tensor *a, int64_t chunks, int64_t dim, int64_t *n);
+ampc_tensor **ampc_unbind(const ampc_tensor *a, int64_t dim, int64_t *n);
+void ampc_tensor_list_free(ampc_tensor **list, int64_t n);
 
 /* ---- creation helpers that run kernels (creation.c) ---- */
 ampc_tensor *ampc_arange(double start, double end, double step, ampc_dtype dtype, ampc_device dev);
@@ -84,6 +113,8 @@ ampc_tensor *ampc_eye(int64_t n, int64_t m, ampc_dtype dtype, ampc_device dev);
 /* ---- random (random.c): Philox4x32-10, one generator per device ---- */
 void ampc_manual_seed(uint64_t seed);                 /* all devices */
 uint64_t ampc_initial_seed(void);
+/* Seeds every device with a non-deterministic seed (from the OS) and returns it (torch.seed). */
+uint64_t ampc_seed(void);
 /* Reserves `n` counter values of the device's generator and returns the (seed, offset) pair a
  * kernel uses, so CPU and CUDA produce the same stream for the same seed. */
 void ampc_philox_reserve(ampc_device dev, uint64_t n, uint64_t *seed, uint64_t *offset);
@@ -92,7 +123,16 @@ void ampc_set_rng_state(ampc_device dev, uint64_t seed, uint64_t offset);
 ampc_status ampc_uniform_(ampc_tensor *t, double from, double to);
 ampc_status ampc_normal_(ampc_tensor *t, double mean, double std);
 ampc_status ampc_random_(ampc_tensor *t, int64_t low, int64_t high); /* [low, high) */
+/* random_(from) with no `to` (and random_() with low 0): [low, dtype max] for integers,
+ * [low, 2^digits] for floats, as PyTorch. */
+ampc_status ampc_random_to_max_(ampc_tensor *t, int64_t low);
 ampc_status ampc_bernoulli_(ampc_tensor *t, double p);
+/* t[i] = 1 with probability p[i] (p floating, broadcast to t's shape, values in [0, 1]). */
+ampc_status ampc_bernoulli_p_(ampc_tensor *t, const ampc_tensor *p);
+ampc_tensor *ampc_bernoulli(const ampc_tensor *probs); /* like probs, drawn with probs */
+/* torch.normal(mean, std) with tensor arguments (wrapped numbers allowed for one of them):
+ * shape broadcast(mean, std), dtype result_type(mean, std), which must be floating. */
+ampc_tensor *ampc_normal_tensors(const ampc_tensor *mean, const ampc_tensor *std);
 ampc_tensor *ampc_randperm(int64_t n, ampc_dtype dtype, ampc_device dev);
 
 #ifdef __cplusplus

@@ -136,3 +136,10 @@ void ampc_cpu_iter_run(const ampc_cpu_iter *it, ampc_cpu_loop_fn fn, const void 
 #endif
     run_rows(it, fn, ctx, 0, rows);
 }
+
+void ampc_cpu_iter_run_serial(const ampc_cpu_iter *it, ampc_cpu_loop_fn fn, const void *ctx) {
+    if (it->numel == 0) return;
+    int64_t rows = 1;
+    for (int i = 0; i < it->ndim - 1; i++) rows *= it->shape[i];
+    run_rows(it, fn, ctx, 0, rows);
+}

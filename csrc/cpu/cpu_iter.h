@@ -30,6 +30,9 @@ typedef void (*ampc_cpu_loop_fn)(char **data, const int64_t *strides, int64_t n,
 ampc_status ampc_cpu_iter_init(ampc_cpu_iter *it, int n_out, ampc_tensor *const *outs, int n_in,
                                const ampc_tensor *const *ins);
 void ampc_cpu_iter_run(const ampc_cpu_iter *it, ampc_cpu_loop_fn fn, const void *ctx);
+/* The same loop on the calling thread, in row-major order: for kernels whose elements may write
+ * the same memory (scatter-add with repeated indices), where threads would race. */
+void ampc_cpu_iter_run_serial(const ampc_cpu_iter *it, ampc_cpu_loop_fn fn, const void *ctx);
 
 /* True when the inner strides of all operands equal their item sizes. */
 static inline int ampc_cpu_all_contiguous(const int64_t *strides, const int64_t *itemsizes, int n) {

@@ -35,7 +35,8 @@ ampc_tensor *ampc_py_unwrap(PyObject *obj, const char *op, const char *arg);
  * Numbers become wrapped 0-dim tensors on `device` (they take part in promotion like PyTorch's
  * wrapped numbers). Fails with TypeError naming op/arg otherwise. */
 ampc_tensor *ampc_py_tensor_or_scalar(PyObject *obj, ampc_device device, const char *op, const char *arg);
-/* Python number -> ampc_scalar; returns 0 and sets TypeError if obj is not a number. */
+/* Python number (bool/int/float, NumPy scalar) -> ampc_scalar. Returns 0 on success, -1 with
+ * TypeError naming op/arg if obj is not a number (like every other helper here). */
 int ampc_py_scalar(PyObject *obj, ampc_scalar *out, const char *op, const char *arg);
 /* Sequence of ints (or a single int) -> dims; returns count or -1 with an exception. Accepts
  * f(2, 3) style varargs when `args` has several ints (pass the tuple). */
@@ -65,6 +66,8 @@ extern PyMethodDef ampc_py_module_methods_linalg[];      /* py_linalg.c */
 extern PyMethodDef ampc_py_module_methods_index[];       /* py_index.c */
 extern PyMethodDef ampc_py_module_methods_random[];      /* py_random.c */
 extern PyMethodDef ampc_py_module_methods_cuda[];        /* py_cuda.c */
+extern PyMethodDef ampc_py_module_methods_amp[];         /* py_amp.c */
+extern PyMethodDef ampc_py_module_methods_autocast[];    /* py_autocast.c */
 
 extern PyMethodDef ampc_py_tensor_methods_core[];        /* py_tensor.c */
 extern PyMethodDef ampc_py_tensor_methods_elementwise[];
@@ -78,10 +81,20 @@ extern PyMethodDef ampc_py_tensor_methods_random[];
 extern PyNumberMethods ampc_py_tensor_as_number;
 extern PyMappingMethods ampc_py_tensor_as_mapping;
 PyObject *ampc_py_tensor_richcompare(PyObject *a, PyObject *b, int op);
+/* a @ b (py_linalg.c), for the nb_matrix_multiply slot of ampc_py_tensor_as_number. */
+PyObject *ampc_py_matmul_op(PyObject *a, PyObject *b);
 
 /* Called by module init after the Tensor type is ready: each area may add module attributes
  * (exception classes, constants). Return 0 or -1. */
 int ampc_py_init_tensor(PyObject *module);
 int ampc_py_init_cuda(PyObject *module);
+
+/* ---- CUDA (py_cuda.c) ---- */
+/* ampc.OutOfMemoryError (a RuntimeError, like torch.OutOfMemoryError); the exception for a
+ * failed device allocation ("CUDA out of memory. ..."). NULL before module init. */
+extern PyObject *ampc_py_out_of_memory_error;
+/* The current CUDA device (ampc.cuda.set_device), which "cuda" without an index means; 0 when
+ * there is no GPU. */
+int ampc_py_cuda_current_index(void);
 
 #endif

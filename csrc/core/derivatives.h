@@ -1,0 +1,218 @@
+/* derivatives.h: the gradient rules of the foundation ops (derivatives_*.c) and what the
+ * frontends call to record them.
+ *
+ * Two parts:
+ *  - ampc_ad_record_*: one call per differentiable frontend, made right after it computed its
+ *    outputs and only when ampc_any_requires_grad() said so. Each picks the rule, the tensors to
+ *    save and the attributes, and calls ampc_autograd_record. Keeping this here (next to the
+ *    rules) means a frontend carries one small block and a rule's needs stay in one file.
+ *  - ad_*: helpers for writing rules as expressions. Each takes ownership of its tensor
+ *    arguments (pass ad_ref(x) to keep your own reference), returns a new reference, and
+ *    propagates NULL: if an argument is NULL (an earlier op failed) it releases the others and
+ *    returns NULL, so a rule is one expression per input and one check at the end:
+ *        if (n->needs_input_grad[0]) gi[0] = ad_mul(ad_ref(go[0]), ad_saved(n, 1)); // d(a*b)/da = b
+ *        return ad_done(n, gi);
+ *    Every helper goes through a recording frontend, so rules are differentiable themselves
+ *    (create_graph gives second order). */
+#ifndef AMPC_DERIVATIVES_H
+#define AMPC_DERIVATIVES_H
+
+#include "autograd.h"
+#include "ops.h"
+
+/* ------------------------------------------------------------------ recording entry points */
+
+/* elementwise (derivatives_elementwise.c). params: clamp (min, max), softplus (beta,
+ * threshold), gelu (INT 0 exact / 1 tanh); NULL otherwise. Also valid for the in-place unary
+ * ops (out == a, recorded after the op: the rules that need the input save the output). */
+ampc_status ampc_ad_record_unary(ampc_op op, const ampc_tensor *a, ampc_tensor *out, const ampc_scalar *params);
+ampc_status ampc_ad_record_binary(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha,
+                                  ampc_tensor *out);
+/* In-place a op= b, recorded after the op. `a_before` is a copy of a's old value, needed only
+ * when ampc_ad_binary_needs_self() says so (else NULL). `a` is input 0 and the output. */
+bool ampc_ad_binary_needs_self(ampc_op op, const ampc_tensor *a, const ampc_tensor *b);
+ampc_status ampc_ad_record_binary_(ampc_op op, const ampc_tensor *a_before, ampc_tensor *a, const ampc_tensor *b,
+                                   ampc_scalar alpha);
+/* In-place unary ops: when ampc_ad_unary_needs_self(op) (abs_, sin_, clamp_, ...: rules that
+ * read the input, which the op overwrites) the frontend passes a copy of a's old value as
+ * a_before, else NULL. */
+bool ampc_ad_unary_needs_self(ampc_op op);
+ampc_status ampc_ad_record_unary_(ampc_op op, const ampc_tensor *a_before, ampc_tensor *a, const ampc_scalar *params);
+ampc_status ampc_ad_record_where(const ampc_tensor *cond, const ampc_tensor *a, const ampc_tensor *b,
+                                 ampc_tensor *out);
+/* dtype/device conversion (ToCopyBackward0) */
+ampc_status ampc_ad_record_to(const ampc_tensor *a, ampc_tensor *out);
+
+/* reductions (derivatives_reduce.c). dims as given to the frontend (n_dims 0: all). */
+ampc_status ampc_ad_record_reduce(ampc_op op, const ampc_tensor *a, int n_dims, const int64_t *dims, bool keepdim,
+                                  ampc_tensor *out);
+ampc_status ampc_ad_record_var(const ampc_tensor *a, int n_dims, const int64_t *dims, double correction,
+                               bool keepdim, bool take_sqrt, ampc_tensor *out);
+ampc_status ampc_ad_record_norm(const ampc_tensor *a, double p, int n_dims, const int64_t *dims, bool keepdim,
+                                ampc_tensor *out);
+ampc_status ampc_ad_record_max_min_dim(ampc_op op, const ampc_tensor *a, int64_t dim, bool keepdim,
+                                       ampc_tensor *values, ampc_tensor *indices);
+ampc_status ampc_ad_record_cumsum(const ampc_tensor *a, int64_t dim, ampc_tensor *out);
+
+/* matrix work (derivatives_linalg.c); matmul covers dot, mv and the broadcast batched cases. */
+ampc_status ampc_ad_record_mm(const ampc_tensor *a, const ampc_tensor *b, ampc_tensor *out);
+ampc_status ampc_ad_record_bmm(const ampc_tensor *a, const ampc_tensor *b, ampc_tensor *out);
+ampc_status ampc_ad_record_matmul(const ampc_tensor *a, const ampc_tensor *b, ampc_tensor *out);
+ampc_status ampc_ad_record_addmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b, double beta,
+                                 double alpha, ampc_tensor *out);
+ampc_status ampc_ad_record_baddbmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b, double beta,
+                                   double alpha, ampc_tensor *out);
+
+/* indexing and joining (derivatives_index.c) */
+ampc_status ampc_ad_record_index_select(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, ampc_tensor *out);
+ampc_status ampc_ad_record_gather(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, ampc_tensor *out);
+/* out = a with src added at index (out == a for the in-place forms) */
+ampc_status ampc_ad_record_scatter_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index,
+                                       const ampc_tensor *src, ampc_tensor *out);
+ampc_status ampc_ad_record_index_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index,
+                                     const ampc_tensor *src, double alpha, ampc_tensor *out);
+ampc_status ampc_ad_record_index(const ampc_tensor *a, int n_idx, const ampc_tensor *const *indices, ampc_tensor *out);
+/* in place: a[indices] = values (or += with accumulate) */
+ampc_status ampc_ad_record_index_put_(ampc_tensor *a, int n_idx, const ampc_tensor *const *indices,
+                                      const ampc_tensor *values, bool accumulate);
+/* out = a with value where mask (out == a for masked_fill_) */
+ampc_status ampc_ad_record_masked_fill(const ampc_tensor *a, const ampc_tensor *mask, ampc_tensor *out);
+ampc_status ampc_ad_record_cat(int n, const ampc_tensor *const *ts, int64_t dim, ampc_tensor *out);
+ampc_status ampc_ad_record_stack(int n, const ampc_tensor *const *ts, int64_t dim, ampc_tensor *out);
+/* split / split_with_sizes / chunk (pieces along dim) and unbind (selects along dim) */
+ampc_status ampc_ad_record_split(const ampc_tensor *a, int64_t dim, bool unbind, int64_t n, ampc_tensor *const *outs);
+
+/* views and copies (derivatives_shape.c) */
+typedef enum ampc_ad_view_kind {
+    AMPC_AD_VIEW,         /* view / reshape as a view / flatten: ViewBackward0 */
+    AMPC_AD_RESHAPE_COPY, /* reshape that had to copy: UnsafeViewBackward0 */
+    AMPC_AD_SQUEEZE,      /* SqueezeBackward0 */
+    AMPC_AD_UNSQUEEZE,    /* UnsqueezeBackward0 */
+    AMPC_AD_EXPAND,       /* ExpandBackward0 */
+    AMPC_AD_PERMUTE,      /* ints: the permutation */
+    AMPC_AD_TRANSPOSE,    /* ints: dim0, dim1 */
+    AMPC_AD_T,            /* t(): TBackward0 */
+    AMPC_AD_SLICE,        /* ints: dim, start, step (start already clamped) */
+    AMPC_AD_SELECT,       /* ints: dim, index (index already wrapped) */
+    AMPC_AD_CLONE,        /* clone / contiguous: CloneBackward0 */
+    AMPC_AD_ALIAS,        /* view_as / alias: AliasBackward0 */
+} ampc_ad_view_kind;
+ampc_status ampc_ad_record_view(ampc_ad_view_kind kind, const ampc_tensor *a, ampc_tensor *out, int n_ints,
+                                const int64_t *ints);
+
+/* Differentiable helpers the rules share (derivatives_shape.c): zeros of `shape` with g written
+ * into the slice / select of dim (the backward of slice and select; recorded, so slicing again
+ * is their own backward). */
+ampc_tensor *ampc_ad_slice_backward(const ampc_tensor *g, int ndim, const int64_t *shape, int64_t dim, int64_t start,
+                                    int64_t step);
+ampc_tensor *ampc_ad_select_backward(const ampc_tensor *g, int ndim, const int64_t *shape, int64_t dim,
+                                     int64_t index);
+/* A differentiable clone (AccumulateGrad's first gradient under create_graph). */
+ampc_tensor *ampc_ad_clone(const ampc_tensor *t);
+
+/* ------------------------------------------------------------------ rule-writing helpers */
+
+static inline ampc_tensor *ad_ref(const ampc_tensor *t) {
+    if (t) ampc_tensor_incref((ampc_tensor *)t);
+    return (ampc_tensor *)t;
+}
+
+/* Saved tensor i of n (new reference; NULL with the error set when it was freed or modified). */
+static inline ampc_tensor *ad_saved(ampc_node *n, int i) { return ad_ref(ampc_node_saved(n, i)); }
+
+/* Releases both (either may be NULL) and returns r: for helpers that consumed a and b. */
+static inline ampc_tensor *ad_release2(ampc_tensor *r, ampc_tensor *a, ampc_tensor *b) {
+    ampc_tensor_decref(a);
+    ampc_tensor_decref(b);
+    return r;
+}
+
+static inline ampc_tensor *ad_bin(ampc_op op, ampc_tensor *a, ampc_tensor *b) {
+    if (!a || !b) return ad_release2(NULL, a, b);
+    return ad_release2(ampc_binary(op, a, b, ampc_scalar_none()), a, b);
+}
+static inline ampc_tensor *ad_add(ampc_tensor *a, ampc_tensor *b) { return ad_bin(AMPC_OP_ADD, a, b); }
+static inline ampc_tensor *ad_sub(ampc_tensor *a, ampc_tensor *b) { return ad_bin(AMPC_OP_SUB, a, b); }
+static inline ampc_tensor *ad_mul(ampc_tensor *a, ampc_tensor *b) { return ad_bin(AMPC_OP_MUL, a, b); }
+static inline ampc_tensor *ad_div(ampc_tensor *a, ampc_tensor *b) { return ad_bin(AMPC_OP_DIV, a, b); }
+
+static inline ampc_tensor *ad_un(ampc_op op, ampc_tensor *a) {
+    if (!a) return NULL;
+    return ad_release2(ampc_unary(op, a), a, NULL);
+}
+
+/* A Python-number-like scalar on a's device: in arithmetic it keeps a's dtype. */
+static inline ampc_tensor *ad_num(double v, const ampc_tensor *like) {
+    return like ? ampc_wrap_scalar(ampc_scalar_float(v), like->device) : NULL;
+}
+/* a * s, a + s, s - a */
+static inline ampc_tensor *ad_scale(ampc_tensor *a, double s) { return a ? ad_mul(a, ad_num(s, a)) : NULL; }
+static inline ampc_tensor *ad_adds(ampc_tensor *a, double s) { return a ? ad_add(a, ad_num(s, a)) : NULL; }
+static inline ampc_tensor *ad_rsubs(double s, ampc_tensor *a) { return a ? ad_sub(ad_num(s, a), a) : NULL; }
+/* a (op) s for comparisons: a bool tensor */
+static inline ampc_tensor *ad_cmps(ampc_op op, ampc_tensor *a, double s) { return a ? ad_bin(op, a, ad_num(s, a)) : NULL; }
+
+/* A bool mask as 0/1 in dtype dt (multiplying by it keeps the grad's dtype). */
+static inline ampc_tensor *ad_mask(ampc_tensor *mask, ampc_dtype dt) {
+    if (!mask) return NULL;
+    return ad_release2(ampc_to(mask, dt, mask->device, false), mask, NULL);
+}
+
+static inline ampc_tensor *ad_where(ampc_tensor *cond, ampc_tensor *a, ampc_tensor *b) {
+    if (!cond || !a || !b) {
+        ampc_tensor_decref(cond);
+        return ad_release2(NULL, a, b);
+    }
+    ampc_tensor *r = ampc_where(cond, a, b);
+    ampc_tensor_decref(cond);
+    return ad_release2(r, a, b);
+}
+
+static inline ampc_tensor *ad_reshape(ampc_tensor *a, int ndim, const int64_t *shape) {
+    if (!a) return NULL;
+    return ad_release2(ampc_reshape(a, ndim, shape), a, NULL);
+}
+static inline ampc_tensor *ad_expand(ampc_tensor *a, int ndim, const int64_t *shape) {
+    if (!a) return NULL;
+    return ad_release2(ampc_expand(a, ndim, shape), a, NULL);
+}
+static inline ampc_tensor *ad_transpose(ampc_tensor *a, int64_t d0, int64_t d1) {
+    if (!a) return NULL;
+    return ad_release2(ampc_transpose(a, d0, d1), a, NULL);
+}
+static inline ampc_tensor *ad_sum(ampc_tensor *a, int n_dims, const int64_t *dims, bool keepdim) {
+    if (!a) return NULL;
+    return ad_release2(ampc_reduce(AMPC_OP_SUM, a, n_dims, dims, keepdim, AMPC_DTYPE_UNDEFINED), a, NULL);
+}
+static inline ampc_tensor *ad_matmul(ampc_tensor *a, ampc_tensor *b) {
+    if (!a || !b) return ad_release2(NULL, a, b);
+    return ad_release2(ampc_matmul(a, b), a, b);
+}
+
+/* Zeros shaped like input j of n (or output k with ad_zeros_out). */
+static inline ampc_tensor *ad_zeros_in(const ampc_node *n, int j) {
+    return ampc_zeros(n->in_ndim[j], n->in_shape[j], n->in_dtype[j], n->in_device[j]);
+}
+
+/* The end of a rule: AMPC_OK when every input that needs a grad got one, else the error the
+ * failing op recorded. */
+static inline ampc_status ad_done(const ampc_node *n, ampc_tensor **gi) {
+    for (int j = 0; j < n->n_inputs; j++)
+        if (n->needs_input_grad[j] && !gi[j]) {
+            ampc_status st = ampc_last_status();
+            return st != AMPC_OK ? st : ampc_set_error(AMPC_E_RUNTIME, "%s: gradient computation failed", ampc_node_name(n));
+        }
+    return AMPC_OK;
+}
+
+/* Reduction dims as a mask over an ndim-dim input (attrs.ints[0..n_ints), none = all). */
+static inline void ad_reduced_mask(const ampc_node *n, int ndim, bool *mask) {
+    for (int d = 0; d < ndim; d++) mask[d] = n->attrs.n_ints == 0;
+    for (int i = 0; i < n->attrs.n_ints; i++) {
+        int64_t d = n->attrs.ints[i];
+        if (d < 0) d += ndim;
+        if (d >= 0 && d < ndim) mask[d] = true;
+    }
+}
+
+#endif

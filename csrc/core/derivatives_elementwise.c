@@ -1,0 +1,369 @@
+/* derivatives_elementwise.c: gradient rules of the elementwise ops (unary math, activations,
+ * binary arithmetic, where, dtype casts) and the calls elementwise.c makes to record them.
+ *
+ * Each rule is one line of math per input, written with the ad_* helpers (derivatives.h) so
+ * that it is differentiable itself. Rules return grads of the output's broadcast shape; the
+ * engine sums them to each input's shape and casts them to its dtype.
+ * Saved tensors: unary rules save the input or the output (whichever the formula needs: exp,
+ * sqrt, sigmoid... use the output, so their in-place forms need no copy); binary rules save
+ * a (slot 0), b (slot 1) and, for pow, the output (slot 2), each only when a grad needs it. */
+#include <math.h>
+
+#include "derivatives.h"
+
+#define M_SQRT1_2_ 0.70710678118654752440  /* 1/sqrt(2) */
+#define M_2_SQRTPI_ 1.12837916709551257390 /* 2/sqrt(pi) */
+#define M_1_SQRT2PI_ 0.39894228040143267794 /* 1/sqrt(2 pi) */
+
+/* ------------------------------------------------------------------ unary */
+
+/* Slot 0 of a unary node: the input or the output, see saves_output(). */
+#define X(n) ad_saved(n, 0)
+#define G ad_ref(go[0])
+
+static bool saves_output(ampc_op op) {
+    switch (op) {
+    case AMPC_OP_EXP: case AMPC_OP_SQRT: case AMPC_OP_RSQRT: case AMPC_OP_RECIPROCAL:
+    case AMPC_OP_SIGMOID: case AMPC_OP_TANH: case AMPC_OP_RELU:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static ampc_tensor *unary_grad(ampc_node *n, ampc_op op, ampc_tensor *const *go) {
+    switch (op) {
+    case AMPC_OP_NEG: /* d(-a) = -g */
+        return ad_un(AMPC_OP_NEG, G);
+    case AMPC_OP_ABS: /* g sign(a) */
+        return ad_mul(G, ad_un(AMPC_OP_SIGN, X(n)));
+    case AMPC_OP_EXP: /* g y */
+        return ad_mul(G, X(n));
+    case AMPC_OP_LOG: /* g / a */
+        return ad_div(G, X(n));
+    case AMPC_OP_SQRT: /* g / (2 y) */
+        return ad_div(G, ad_scale(X(n), 2.0));
+    case AMPC_OP_RSQRT: { /* y = a^-1/2: -g y^3 / 2 */
+        ampc_tensor *y = X(n);
+        return ad_mul(G, ad_scale(ad_mul(ad_mul(ad_ref(y), ad_ref(y)), y), -0.5));
+    }
+    case AMPC_OP_RECIPROCAL: { /* -g y^2 */
+        ampc_tensor *y = X(n);
+        return ad_mul(G, ad_scale(ad_mul(ad_ref(y), y), -1.0));
+    }
+    case AMPC_OP_SIGMOID: { /* g y (1 - y) */
+        ampc_tensor *y = X(n);
+        return ad_mul(G, ad_mul(ad_ref(y), ad_rsubs(1.0, y)));
+    }
+    case AMPC_OP_TANH: { /* g (1 - y^2) */
+        ampc_tensor *y = X(n);
+        return ad_mul(G, ad_rsubs(1.0, ad_mul(ad_ref(y), y)));
+    }
+    case AMPC_OP_RELU: { /* g [y > 0] */
+        ampc_tensor *y = X(n);
+        ampc_dtype dt = go[0]->dtype;
+        return ad_mul(G, ad_mask(ad_cmps(AMPC_OP_GT, y, 0.0), dt));
+    }
+    case AMPC_OP_GELU: {
+        ampc_tensor *a = X(n);
+        if (n->attrs.ints[0] == 0) { /* g (Phi(a) + a phi(a)), Phi(a) = (1 + erf(a/sqrt2))/2, phi(a) = e^(-a^2/2)/sqrt(2pi) */
+            ampc_tensor *cdf = ad_scale(ad_adds(ad_un(AMPC_OP_ERF, ad_scale(ad_ref(a), M_SQRT1_2_)), 1.0), 0.5);
+            ampc_tensor *pdf = ad_scale(ad_un(AMPC_OP_EXP, ad_scale(ad_mul(ad_ref(a), ad_ref(a)), -0.5)), M_1_SQRT2PI_);
+            return ad_mul(G, ad_add(cdf, ad_mul(a, pdf)));
+        }
+        /* t = tanh(k0 (a + k1 a^3)): g (1/2 (1 + t) + 1/2 a (1 - t^2) k0 (1 + 3 k1 a^2)) */
+        const double k0 = 0.79788456080286535588, k1 = 0.044715;
+        ampc_tensor *a2 = ad_mul(ad_ref(a), ad_ref(a));
+        ampc_tensor *inner = ad_scale(ad_mul(ad_ref(a), ad_adds(ad_scale(ad_ref(a2), k1), 1.0)), k0);
+        ampc_tensor *t = ad_un(AMPC_OP_TANH, inner);
+        ampc_tensor *left = ad_scale(ad_adds(ad_ref(t), 1.0), 0.5);
+        ampc_tensor *dinner = ad_scale(ad_adds(ad_scale(a2, 3.0 * k1), 1.0), k0);
+        ampc_tensor *right = ad_mul(ad_scale(ad_mul(a, ad_rsubs(1.0, ad_mul(ad_ref(t), t))), 0.5), dinner);
+        return ad_mul(G, ad_add(left, right));
+    }
+    case AMPC_OP_SILU: { /* s = sigmoid(a): g s (1 + a (1 - s)) */
+        ampc_tensor *a = X(n);
+        ampc_tensor *s = ad_un(AMPC_OP_SIGMOID, ad_ref(a));
+        return ad_mul(G, ad_mul(ad_ref(s), ad_adds(ad_mul(a, ad_rsubs(1.0, s)), 1.0)));
+    }
+    case AMPC_OP_SOFTPLUS: { /* g sigmoid(beta a) where beta a <= threshold, else g */
+        double beta = ampc_scalar_to_double(n->attrs.scalars[0]), thr = ampc_scalar_to_double(n->attrs.scalars[1]);
+        ampc_tensor *ba = ad_scale(X(n), beta);
+        ampc_tensor *linear = ad_cmps(AMPC_OP_GT, ad_ref(ba), thr);
+        ampc_tensor *s = ad_un(AMPC_OP_SIGMOID, ba);
+        return ad_mul(G, ad_where(linear, ad_num(1.0, s), s));
+    }
+    case AMPC_OP_SIN: /* g cos(a) */
+        return ad_mul(G, ad_un(AMPC_OP_COS, X(n)));
+    case AMPC_OP_COS: /* -g sin(a) */
+        return ad_mul(G, ad_scale(ad_un(AMPC_OP_SIN, X(n)), -1.0));
+    case AMPC_OP_ERF: { /* g 2/sqrt(pi) e^(-a^2) */
+        ampc_tensor *a = X(n);
+        return ad_mul(G, ad_scale(ad_un(AMPC_OP_EXP, ad_scale(ad_mul(ad_ref(a), a), -1.0)), M_2_SQRTPI_));
+    }
+    case AMPC_OP_CLAMP: { /* g [min <= a <= max] (a bound of NONE is open) */
+        ampc_tensor *a = X(n);
+        ampc_dtype dt = go[0]->dtype;
+        ampc_tensor *g = G;
+        if (n->attrs.scalars[0].kind != AMPC_SCALAR_NONE)
+            g = ad_mul(g, ad_mask(ad_cmps(AMPC_OP_GE, ad_ref(a), ampc_scalar_to_double(n->attrs.scalars[0])), dt));
+        if (n->attrs.scalars[1].kind != AMPC_SCALAR_NONE)
+            g = ad_mul(g, ad_mask(ad_cmps(AMPC_OP_LE, ad_ref(a), ampc_scalar_to_double(n->attrs.scalars[1])), dt));
+        ampc_tensor_decref(a);
+        return g;
+    }
+    case AMPC_OP_SIGN: case AMPC_OP_FLOOR: case AMPC_OP_CEIL: case AMPC_OP_ROUND: /* piecewise constant: 0 */
+        return ampc_zeros(go[0]->ndim, go[0]->shape, go[0]->dtype, go[0]->device);
+    default:
+        ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: no derivative for %s", ampc_node_name(n), ampc_op_name(op));
+        return NULL;
+    }
+}
+
+/* The op of a unary node is its attrs.ints[1] (ints[0] is gelu's approximation). */
+static ampc_status unary_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    gi[0] = unary_grad(n, (ampc_op)n->attrs.ints[1], go);
+    return ad_done(n, gi);
+}
+
+#define UNARY_RULE(id, name) [AMPC_OP_##id] = {name, unary_backward}
+static const ampc_grad_rule unary_rules[AMPC_NUM_OPS] = {
+    UNARY_RULE(NEG, "NegBackward0"),         UNARY_RULE(ABS, "AbsBackward0"),
+    UNARY_RULE(EXP, "ExpBackward0"),         UNARY_RULE(LOG, "LogBackward0"),
+    UNARY_RULE(SQRT, "SqrtBackward0"),       UNARY_RULE(RSQRT, "RsqrtBackward0"),
+    UNARY_RULE(RECIPROCAL, "ReciprocalBackward0"), UNARY_RULE(SIGMOID, "SigmoidBackward0"),
+    UNARY_RULE(TANH, "TanhBackward0"),       UNARY_RULE(RELU, "ReluBackward0"),
+    UNARY_RULE(GELU, "GeluBackward0"),       UNARY_RULE(SILU, "SiluBackward0"),
+    UNARY_RULE(SOFTPLUS, "SoftplusBackward0"), UNARY_RULE(SIN, "SinBackward0"),
+    UNARY_RULE(COS, "CosBackward0"),         UNARY_RULE(ERF, "ErfBackward0"),
+    UNARY_RULE(CLAMP, "ClampBackward1"),     UNARY_RULE(SIGN, "SignBackward0"),
+    UNARY_RULE(FLOOR, "FloorBackward0"),     UNARY_RULE(CEIL, "CeilBackward0"),
+    UNARY_RULE(ROUND, "RoundBackward0"),
+};
+
+bool ampc_ad_unary_needs_self(ampc_op op) {
+    return op >= 0 && op < AMPC_NUM_OPS && unary_rules[op].backward && !saves_output(op) && op != AMPC_OP_NEG &&
+           op != AMPC_OP_SIGN && op != AMPC_OP_FLOOR && op != AMPC_OP_CEIL && op != AMPC_OP_ROUND;
+}
+
+static ampc_status record_unary(ampc_op op, const ampc_tensor *a, const ampc_tensor *a_value, ampc_tensor *out,
+                                const ampc_scalar *params) {
+    if (op < 0 || op >= AMPC_NUM_OPS || !unary_rules[op].backward || !ampc_dtype_is_floating(out->dtype))
+        return AMPC_OK; /* not differentiable (logical_not, isnan, ...) */
+    ampc_node_attrs at = {0};
+    at.ints[1] = op;
+    at.n_ints = 2;
+    if (params) {
+        if (op == AMPC_OP_GELU) at.ints[0] = ampc_scalar_to_int(params[0]);
+        else at.scalars[0] = params[0], at.scalars[1] = params[1];
+    }
+    const ampc_tensor *save = op == AMPC_OP_NEG ? NULL : saves_output(op) ? out : a_value;
+    return ampc_autograd_record(&unary_rules[op], 1, &a, 1, &out, 1, &save, &at) ? AMPC_OK : ampc_last_status();
+}
+
+ampc_status ampc_ad_record_unary(ampc_op op, const ampc_tensor *a, ampc_tensor *out, const ampc_scalar *params) {
+    return record_unary(op, a, a, out, params);
+}
+
+ampc_status ampc_ad_record_unary_(ampc_op op, const ampc_tensor *a_before, ampc_tensor *a, const ampc_scalar *params) {
+    return record_unary(op, a, a_before, a, params);
+}
+
+/* ------------------------------------------------------------------ binary */
+
+#define A(n) ad_saved(n, 0)
+#define B(n) ad_saved(n, 1)
+#define Y(n) ad_saved(n, 2)
+
+static ampc_tensor *alpha_scaled(ampc_tensor *g, const ampc_node *n, double sign) {
+    ampc_scalar al = n->attrs.scalars[0];
+    double alpha = al.kind == AMPC_SCALAR_NONE ? 1.0 : ampc_scalar_to_double(al);
+    return alpha * sign == 1.0 ? g : ad_scale(g, alpha * sign);
+}
+
+static ampc_status add_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    if (n->needs_input_grad[0]) gi[0] = G;                         /* d(a + alpha b)/da = 1 */
+    if (n->needs_input_grad[1]) gi[1] = alpha_scaled(G, n, 1.0);   /* d/db = alpha */
+    return ad_done(n, gi);
+}
+
+static ampc_status sub_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    if (n->needs_input_grad[0]) gi[0] = G;                         /* d(a - alpha b)/da = 1 */
+    if (n->needs_input_grad[1]) gi[1] = alpha_scaled(G, n, -1.0);  /* d/db = -alpha */
+    return ad_done(n, gi);
+}
+
+static ampc_status mul_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    if (n->needs_input_grad[0]) gi[0] = ad_mul(G, B(n)); /* d(a b)/da = b */
+    if (n->needs_input_grad[1]) gi[1] = ad_mul(G, A(n)); /* d(a b)/db = a */
+    return ad_done(n, gi);
+}
+
+static ampc_status div_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    if (n->needs_input_grad[0]) gi[0] = ad_div(G, B(n)); /* d(a/b)/da = 1/b */
+    if (n->needs_input_grad[1]) {                        /* d(a/b)/db = -a/b^2 */
+        ampc_tensor *b = B(n);
+        gi[1] = ad_scale(ad_div(ad_mul(G, A(n)), ad_mul(ad_ref(b), b)), -1.0);
+    }
+    return ad_done(n, gi);
+}
+
+static ampc_status pow_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    if (n->needs_input_grad[0]) { /* d(a^b)/da = b a^(b-1), 0 where b == 0 (PyTorch's convention) */
+        ampc_tensor *b = B(n);
+        ampc_tensor *d = ad_mul(ad_ref(b), ad_bin(AMPC_OP_POW, A(n), ad_adds(ad_ref(b), -1.0)));
+        ampc_tensor *g = ad_mul(G, d);
+        gi[0] = ad_where(ad_cmps(AMPC_OP_EQ, b, 0.0), ad_num(0.0, g), g);
+    }
+    if (n->needs_input_grad[1]) { /* d(a^b)/db = a^b log(a), 0 where a == 0 and b >= 0 */
+        ampc_tensor *a = A(n), *b = B(n);
+        ampc_tensor *zero_base = ad_bin(AMPC_OP_LOGICAL_AND, ad_cmps(AMPC_OP_EQ, ad_ref(a), 0.0), ad_cmps(AMPC_OP_GE, b, 0.0));
+        ampc_tensor *g = ad_mul(G, ad_mul(Y(n), ad_un(AMPC_OP_LOG, a)));
+        gi[1] = ad_where(zero_base, ad_num(0.0, g), g);
+    }
+    return ad_done(n, gi);
+}
+
+/* maximum: ga = g ([a > b] + [a == b]/2), gb = g ([b > a] + [a == b]/2); minimum mirrored. */
+static ampc_tensor *extremum_share(ampc_node *n, ampc_tensor *const *go, ampc_op wins, int self, int other) {
+    ampc_dtype dt = go[0]->dtype;
+    ampc_tensor *x = ad_saved(n, self), *y = ad_saved(n, other);
+    ampc_tensor *win = ad_mask(ad_bin(wins, ad_ref(x), ad_ref(y)), dt);
+    ampc_tensor *tie = ad_scale(ad_mask(ad_bin(AMPC_OP_EQ, x, y), dt), 0.5);
+    return ad_mul(G, ad_add(win, tie));
+}
+
+static ampc_status maximum_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    if (n->needs_input_grad[0]) gi[0] = extremum_share(n, go, AMPC_OP_GT, 0, 1);
+    if (n->needs_input_grad[1]) gi[1] = extremum_share(n, go, AMPC_OP_GT, 1, 0);
+    return ad_done(n, gi);
+}
+
+static ampc_status minimum_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    if (n->needs_input_grad[0]) gi[0] = extremum_share(n, go, AMPC_OP_LT, 0, 1);
+    if (n->needs_input_grad[1]) gi[1] = extremum_share(n, go, AMPC_OP_LT, 1, 0);
+    return ad_done(n, gi);
+}
+
+static ampc_status atan2_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    /* d atan2(a, b)/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2) */
+    ampc_tensor *a = A(n), *b = B(n);
+    ampc_tensor *r2 = ad_add(ad_mul(ad_ref(a), ad_ref(a)), ad_mul(ad_ref(b), ad_ref(b)));
+    if (n->needs_input_grad[0]) gi[0] = ad_div(ad_mul(G, ad_ref(b)), ad_ref(r2));
+    if (n->needs_input_grad[1]) gi[1] = ad_div(ad_mul(G, ad_scale(ad_ref(a), -1.0)), ad_ref(r2));
+    ampc_tensor_decref(a);
+    ampc_tensor_decref(b);
+    ampc_tensor_decref(r2);
+    return ad_done(n, gi);
+}
+
+static ampc_status remainder_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    /* a - floor(a/b) b: d/da = 1, d/db = -floor(a/b) */
+    if (n->needs_input_grad[0]) gi[0] = G;
+    if (n->needs_input_grad[1]) {
+        ampc_tensor *a = A(n), *b = B(n), *q = a && b ? ampc_div_mode(a, b, 2) : NULL;
+        ampc_tensor_decref(a);
+        ampc_tensor_decref(b);
+        gi[1] = ad_mul(G, ad_scale(q, -1.0));
+    }
+    return ad_done(n, gi);
+}
+
+static const ampc_grad_rule add_rule = {"AddBackward0", add_backward}, add_scalar_rule = {"AddBackward1", add_backward},
+                            sub_rule = {"SubBackward0", sub_backward}, sub_scalar_rule = {"SubBackward1", sub_backward},
+                            rsub_rule = {"RsubBackward1", sub_backward}, mul_rule = {"MulBackward0", mul_backward},
+                            div_rule = {"DivBackward0", div_backward}, pow_scalar_rule = {"PowBackward0", pow_backward},
+                            pow_rule = {"PowBackward1", pow_backward}, pow_base_rule = {"PowBackward2", pow_backward},
+                            maximum_rule = {"MaximumBackward0", maximum_backward},
+                            minimum_rule = {"MinimumBackward0", minimum_backward},
+                            atan2_rule = {"Atan2Backward0", atan2_backward},
+                            remainder_rule = {"RemainderBackward0", remainder_backward};
+
+static const ampc_grad_rule *binary_rule(ampc_op op, const ampc_tensor *a, const ampc_tensor *b) {
+    switch (op) {
+    case AMPC_OP_ADD: return b->is_wrapped_number ? &add_scalar_rule : &add_rule;
+    case AMPC_OP_SUB: return a->is_wrapped_number ? &rsub_rule : b->is_wrapped_number ? &sub_scalar_rule : &sub_rule;
+    case AMPC_OP_MUL: return &mul_rule;
+    case AMPC_OP_DIV: return &div_rule;
+    case AMPC_OP_POW: return a->is_wrapped_number ? &pow_base_rule : b->is_wrapped_number ? &pow_scalar_rule : &pow_rule;
+    case AMPC_OP_MAXIMUM: return &maximum_rule;
+    case AMPC_OP_MINIMUM: return &minimum_rule;
+    case AMPC_OP_ATAN2: return &atan2_rule;
+    case AMPC_OP_REMAINDER: return &remainder_rule;
+    default: return NULL; /* comparisons, logical and bitwise ops: no gradient */
+    }
+}
+
+/* Which of a (0) and b (1) the rule reads, given which inputs need grads. */
+static void binary_saves(ampc_op op, bool ga, bool gb, bool *save_a, bool *save_b, bool *save_y) {
+    *save_a = *save_b = *save_y = false;
+    switch (op) {
+    case AMPC_OP_MUL: *save_a = gb; *save_b = ga; break;
+    case AMPC_OP_DIV: *save_a = gb; *save_b = ga || gb; break;
+    case AMPC_OP_POW: *save_a = true; *save_b = true; *save_y = gb; break;
+    case AMPC_OP_MAXIMUM: case AMPC_OP_MINIMUM: case AMPC_OP_ATAN2: case AMPC_OP_REMAINDER:
+        *save_a = *save_b = true; break;
+    default: break;
+    }
+}
+
+bool ampc_ad_binary_needs_self(ampc_op op, const ampc_tensor *a, const ampc_tensor *b) {
+    bool sa, sb, sy;
+    binary_saves(op, a->requires_grad, b->requires_grad, &sa, &sb, &sy);
+    return sa || (sb && b == a); /* x.mul_(x) reads x's old value as b too */
+}
+
+static ampc_status record_binary(ampc_op op, const ampc_tensor *a, const ampc_tensor *a_value, const ampc_tensor *b,
+                                 ampc_scalar alpha, ampc_tensor *out) {
+    const ampc_grad_rule *rule = binary_rule(op, a, b);
+    if (!rule || !ampc_dtype_is_floating(out->dtype)) return AMPC_OK;
+    bool sa, sb, sy;
+    binary_saves(op, a->requires_grad, b->requires_grad, &sa, &sb, &sy);
+    ampc_node_attrs at = {0};
+    at.scalars[0] = alpha;
+    const ampc_tensor *ins[2] = {a, b};
+    const ampc_tensor *saved[3] = {sa ? a_value : NULL, sb ? (b == out ? a_value : b) : NULL, sy ? out : NULL};
+    return ampc_autograd_record(rule, 2, ins, 1, &out, 3, saved, &at) ? AMPC_OK : ampc_last_status();
+}
+
+ampc_status ampc_ad_record_binary(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha,
+                                  ampc_tensor *out) {
+    return record_binary(op, a, a, b, alpha, out);
+}
+
+ampc_status ampc_ad_record_binary_(ampc_op op, const ampc_tensor *a_before, ampc_tensor *a, const ampc_tensor *b,
+                                   ampc_scalar alpha) {
+    return record_binary(op, a, a_before, b, alpha, a);
+}
+
+/* ------------------------------------------------------------------ where, casts */
+
+static ampc_status where_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    ampc_tensor *cond = ad_saved(n, 0);
+    if (n->needs_input_grad[1]) gi[1] = ad_where(ad_ref(cond), G, ad_num(0.0, go[0])); /* g where cond */
+    if (n->needs_input_grad[2]) gi[2] = ad_where(ad_ref(cond), ad_num(0.0, go[0]), G); /* g where !cond */
+    ampc_tensor_decref(cond);
+    return ad_done(n, gi);
+}
+
+static const ampc_grad_rule where_rule = {"WhereBackward0", where_backward};
+
+ampc_status ampc_ad_record_where(const ampc_tensor *cond, const ampc_tensor *a, const ampc_tensor *b,
+                                 ampc_tensor *out) {
+    if (!ampc_dtype_is_floating(out->dtype)) return AMPC_OK;
+    const ampc_tensor *ins[3] = {NULL, a, b}; /* the condition is never differentiable */
+    return ampc_autograd_record(&where_rule, 3, ins, 1, &out, 1, &cond, NULL) ? AMPC_OK : ampc_last_status();
+}
+
+/* d to(a, dtype)/da = identity: the engine casts the grad back to a's dtype and device */
+static ampc_status to_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    gi[0] = G;
+    return ad_done(n, gi);
+}
+
+static const ampc_grad_rule to_rule = {"ToCopyBackward0", to_backward};
+
+ampc_status ampc_ad_record_to(const ampc_tensor *a, ampc_tensor *out) {
+    if (!ampc_dtype_is_floating(out->dtype) || !ampc_dtype_is_floating(a->dtype)) return AMPC_OK;
+    return ampc_autograd_record(&to_rule, 1, &a, 1, &out, 0, NULL, NULL) ? AMPC_OK : ampc_last_status();
+}

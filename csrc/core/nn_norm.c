@@ -1,0 +1,488 @@
+/* nn_norm.c: batch_norm (training and eval, running statistics), layer_norm and group_norm, and
+ * their gradient rules.
+ *
+ * Kernels see 3-d (batch and group norm: (N, C, L)) or 2-d (layer norm: (M, D)) contiguous
+ * views. Statistics are float32 (float64 for float64 input) whatever the input dtype, and each
+ * tensor keeps its own dtype: fp16 activations with fp32 weight, bias and running stats is what
+ * autocast produces. The forward saves the statistics backward needs (mean and 1/std), so
+ * backward never recomputes them. */
+#include <stdio.h>
+
+#include "autograd.h"
+#include "nn_common.h"
+
+/* View of contiguous t as (d0, d1, d2) or (d0, d1); *owner holds the contiguous copy alive. */
+static ampc_tensor *flat_view(const ampc_tensor *t, int nd, const int64_t *shape) {
+    ampc_tensor *c = ampc_contiguous(t);
+    if (!c) return NULL;
+    ampc_tensor *v = nn_reshape_view(c, nd, shape);
+    ampc_tensor_decref(c);
+    return v;
+}
+
+static ampc_status check_vector(const char *what, const ampc_tensor *t, int64_t c) {
+    if (!t) return AMPC_OK;
+    if (ampc_numel(t) != c)
+        return ampc_set_error(AMPC_E_RUNTIME, "%s should contain %lld elements not %lld", what, (long long)c,
+                              (long long)ampc_numel(t));
+    return nn_check_floating("batch_norm", t, what);
+}
+
+static void release_outs(ampc_tensor **a, ampc_tensor **b, ampc_tensor **c) {
+    ampc_tensor_decref(*a), ampc_tensor_decref(*b), ampc_tensor_decref(*c);
+    *a = *b = *c = NULL;
+}
+
+/* Grad outputs (N, C, L)-shaped of the dtypes of input, weight, bias, as asked by need[]. */
+static ampc_status alloc_grads(const ampc_tensor *x, int nd, const int64_t *shape, const ampc_tensor *weight,
+                               int64_t c, const bool need[3], ampc_dtype param_dtype, ampc_tensor **gx,
+                               ampc_tensor **gw, ampc_tensor **gb) {
+    int64_t cs[1] = {c};
+    *gx = need[0] ? ampc_empty(nd, shape, x->dtype, x->device) : NULL;
+    *gw = need[1] ? ampc_empty(weight ? weight->ndim : 1, weight ? weight->shape : cs,
+                               weight ? weight->dtype : param_dtype, x->device)
+                  : NULL;
+    *gb = need[2] ? ampc_empty(weight ? weight->ndim : 1, weight ? weight->shape : cs,
+                               weight ? weight->dtype : param_dtype, x->device)
+                  : NULL;
+    if ((need[0] && !*gx) || (need[1] && !*gw) || (need[2] && !*gb)) {
+        release_outs(gx, gw, gb);
+        return ampc_last_status();
+    }
+    return AMPC_OK;
+}
+
+/* Views of grads computed for flattened shapes, back in the caller's shapes. */
+static ampc_tensor *reshaped(ampc_tensor *t, int nd, const int64_t *shape) {
+    if (!t) return NULL;
+    ampc_tensor *v = nn_reshape_view(t, nd, shape);
+    ampc_tensor_decref(t);
+    return v;
+}
+
+/* ---------------------------------------------------------------- batch norm */
+
+static ampc_status batch_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
+static const ampc_grad_rule batch_norm_rule = {"NativeBatchNormBackward0", batch_norm_rule_fn};
+
+ampc_tensor *ampc_native_batch_norm(const ampc_tensor *input, ampc_tensor *running_mean, ampc_tensor *running_var,
+                                    const ampc_tensor *weight, const ampc_tensor *bias, bool training, double momentum,
+                                    double eps, ampc_tensor **save_mean, ampc_tensor **save_invstd) {
+    char s[96];
+    *save_mean = *save_invstd = NULL;
+    const ampc_tensor *all[5] = {input, running_mean, running_var, weight, bias};
+    if (nn_check_device("batch_norm", 5, all) != AMPC_OK) return NULL;
+    if (input->ndim < 2) {
+        ampc_set_error(AMPC_E_RUNTIME, "running_mean should contain %lld elements not %lld",
+                       (long long)(input->ndim == 1 ? 0 : 1), (long long)(running_mean ? ampc_numel(running_mean) : 0));
+        if (!running_mean)
+            ampc_set_error(AMPC_E_RUNTIME, "batch_norm: expected an input of at least 2 dims, got %s",
+                           nn_shape(input, s, sizeof s));
+        return NULL;
+    }
+    if (nn_check_floating("batch_norm", input, "input") != AMPC_OK) return NULL;
+    int64_t n = input->shape[0], c = input->shape[1], l = 1;
+    for (int i = 2; i < input->ndim; i++) l *= input->shape[i];
+    if (check_vector("running_mean", running_mean, c) != AMPC_OK || check_vector("running_var", running_var, c) != AMPC_OK ||
+        check_vector("weight", weight, c) != AMPC_OK || check_vector("bias", bias, c) != AMPC_OK)
+        return NULL;
+    if (!training && (!running_mean || !running_var)) {
+        ampc_set_error(AMPC_E_RUNTIME, "running_%s must be defined in evaluation mode", running_mean ? "var" : "mean");
+        return NULL;
+    }
+    if (training && n * l <= 1) {
+        ampc_set_error(AMPC_E_VALUE, "Expected more than 1 value per channel when training, got input size %s",
+                       nn_shape(input, s, sizeof s));
+        return NULL;
+    }
+    if ((running_mean && !ampc_is_contiguous(running_mean)) || (running_var && !ampc_is_contiguous(running_var))) {
+        ampc_set_error(AMPC_E_RUNTIME, "batch_norm: running_mean and running_var must be contiguous");
+        return NULL;
+    }
+    int64_t shape3[3] = {n, c, l};
+    ampc_tensor *x = flat_view(input, 3, shape3), *w = NULL, *b = NULL, *y = NULL, *mean = NULL, *inv = NULL;
+    ampc_status st = x ? AMPC_OK : ampc_last_status();
+    if (st == AMPC_OK) st = nn_contig(weight, &w);
+    if (st == AMPC_OK) st = nn_contig(bias, &b);
+    if (st == AMPC_OK) {
+        y = ampc_empty(input->ndim, input->shape, input->dtype, input->device);
+        if (!y) st = ampc_last_status();
+    }
+    if (st == AMPC_OK && training) {
+        int64_t cs[1] = {c};
+        mean = ampc_empty(1, cs, nn_stats_dtype(input->dtype), input->device);
+        inv = mean ? ampc_empty(1, cs, nn_stats_dtype(input->dtype), input->device) : NULL;
+        if (!inv) st = ampc_last_status();
+        if (st == AMPC_OK && c > 0) {
+            ampc_kernel_args a;
+            nn_args_init(&a);
+            a.out[0] = mean, a.out[1] = inv, a.out[2] = running_mean, a.out[3] = running_var, a.n_out = 4;
+            a.in[0] = x, a.n_in = 1;
+            a.scalars[0] = ampc_scalar_float(eps);
+            a.scalars[1] = ampc_scalar_float(momentum);
+            st = ampc_dispatch(AMPC_OP_BATCH_NORM_STATS, &a);
+        }
+    } else if (st == AMPC_OK) {
+        mean = running_mean, inv = running_var;
+        ampc_tensor_incref(mean), ampc_tensor_incref(inv);
+    }
+    if (st == AMPC_OK) {
+        ampc_tensor *y3 = nn_reshape_view(y, 3, shape3);
+        ampc_kernel_args a;
+        nn_args_init(&a);
+        a.out[0] = y3, a.n_out = 1;
+        a.in[0] = x, a.in[1] = mean, a.in[2] = inv, a.in[3] = w, a.in[4] = b, a.n_in = 5;
+        a.ints[0] = !training, a.n_ints = 1;
+        a.scalars[0] = ampc_scalar_float(eps);
+        st = y3 ? nn_dispatch(AMPC_OP_BATCH_NORM_APPLY, &a) : ampc_last_status();
+        ampc_tensor_decref(y3);
+    }
+    ampc_tensor *tmp[3] = {x, w, b};
+    nn_release(3, tmp);
+    if (st == AMPC_OK && ampc_any_requires_grad(3, (const ampc_tensor *[]){input, weight, bias})) {
+        ampc_node_attrs attrs;
+        memset(&attrs, 0, sizeof attrs);
+        attrs.ints[0] = training, attrs.n_ints = 1;
+        attrs.scalars[0] = ampc_scalar_float(eps);
+        if (!ampc_autograd_record(&batch_norm_rule, 3, (const ampc_tensor *[]){input, weight, bias}, 1, &y, 4,
+                                  (const ampc_tensor *[]){input, weight, mean, inv}, &attrs))
+            st = ampc_last_status();
+    }
+    if (st != AMPC_OK) {
+        ampc_tensor *t2[3] = {y, mean, inv};
+        nn_release(3, t2);
+        return NULL;
+    }
+    *save_mean = mean, *save_invstd = inv;
+    return y;
+}
+
+ampc_tensor *ampc_batch_norm(const ampc_tensor *input, ampc_tensor *running_mean, ampc_tensor *running_var,
+                             const ampc_tensor *weight, const ampc_tensor *bias, bool training, double momentum,
+                             double eps) {
+    ampc_tensor *mean, *inv;
+    ampc_tensor *y = ampc_native_batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps,
+                                            &mean, &inv);
+    ampc_tensor_decref(mean);
+    ampc_tensor_decref(inv);
+    return y;
+}
+
+ampc_status ampc_native_batch_norm_backward(const ampc_tensor *grad_out, const ampc_tensor *input,
+                                            const ampc_tensor *weight, const ampc_tensor *save_mean,
+                                            const ampc_tensor *save_invstd, bool training, double eps,
+                                            const bool need[3], ampc_tensor **grad_input, ampc_tensor **grad_weight,
+                                            ampc_tensor **grad_bias) {
+    *grad_input = *grad_weight = *grad_bias = NULL;
+    if (input->ndim < 2 || grad_out->ndim != input->ndim || ampc_numel(grad_out) != ampc_numel(input))
+        return ampc_set_error(AMPC_E_RUNTIME, "batch_norm_backward: grad_output and input shapes differ");
+    int64_t n = input->shape[0], c = input->shape[1], l = ampc_numel(input) / (n * c > 0 ? n * c : 1);
+    if (n * c == 0) l = 0;
+    int64_t shape3[3] = {n, c, l};
+    ampc_tensor *g = flat_view(grad_out, 3, shape3), *x = g ? flat_view(input, 3, shape3) : NULL;
+    ampc_tensor *w = NULL, *gx = NULL, *gw = NULL, *gb = NULL;
+    ampc_status st = x ? nn_contig(weight, &w) : ampc_last_status();
+    if (st == AMPC_OK) st = alloc_grads(input, 3, shape3, weight, c, need, input->dtype, &gx, &gw, &gb);
+    if (st == AMPC_OK) {
+        ampc_kernel_args a;
+        nn_args_init(&a);
+        a.out[0] = gx, a.out[1] = gw, a.out[2] = gb, a.n_out = 3;
+        a.in[0] = g, a.in[1] = x, a.in[2] = save_mean, a.in[3] = save_invstd, a.in[4] = w, a.n_in = 5;
+        a.ints[0] = !training, a.ints[1] = training, a.n_ints = 2;
+        a.scalars[0] = ampc_scalar_float(eps);
+        st = ampc_numel(x) > 0 || c > 0 ? ampc_dispatch(AMPC_OP_BATCH_NORM_BACKWARD, &a) : AMPC_OK;
+    }
+    ampc_tensor *tmp[3] = {g, x, w};
+    nn_release(3, tmp);
+    if (st != AMPC_OK) {
+        release_outs(&gx, &gw, &gb);
+        return st;
+    }
+    *grad_input = reshaped(gx, input->ndim, input->shape);
+    *grad_weight = gw, *grad_bias = gb;
+    return AMPC_OK;
+}
+
+static ampc_status batch_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    const ampc_tensor *x = ampc_node_saved(node, 0), *w = node->saved[1].tensor ? ampc_node_saved(node, 1) : NULL;
+    const ampc_tensor *mean = ampc_node_saved(node, 2), *inv = ampc_node_saved(node, 3);
+    if (!x || !mean || !inv) return ampc_last_status();
+    if (!grads[0]) return AMPC_OK;
+    return ampc_native_batch_norm_backward(grads[0], x, w, mean, inv, node->attrs.ints[0] != 0,
+                                           ampc_scalar_to_double(node->attrs.scalars[0]), node->needs_input_grad,
+                                           &grad_inputs[0], &grad_inputs[1], &grad_inputs[2]);
+}
+
+/* ---------------------------------------------------------------- layer norm */
+
+static ampc_status layer_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
+static const ampc_grad_rule layer_norm_rule = {"NativeLayerNormBackward0", layer_norm_rule_fn};
+
+static ampc_status layer_norm_check(const ampc_tensor *x, int n_norm, const int64_t *ns, const ampc_tensor *w,
+                                    const ampc_tensor *b, int64_t *m, int64_t *d) {
+    char s1[96], s2[96];
+    const ampc_tensor *all[3] = {x, w, b};
+    AMPC_TRY(nn_check_device("layer_norm", 3, all));
+    AMPC_TRY(nn_check_floating("layer_norm", x, "input"));
+    bool ok = n_norm >= 1 && n_norm <= x->ndim;
+    for (int i = 0; ok && i < n_norm; i++) ok = x->shape[x->ndim - n_norm + i] == ns[i];
+    if (!ok)
+        return ampc_set_error(AMPC_E_RUNTIME,
+                              "Given normalized_shape=%s, expected input with shape [*, %s, but got input of size%s",
+                              ampc_shape_str(n_norm, ns, s1, sizeof s1), ampc_shape_str(n_norm, ns, s2, sizeof s2) + 1,
+                              nn_shape(x, s2, sizeof s2));
+    for (int k = 0; k < 2; k++) {
+        const ampc_tensor *t = k ? b : w;
+        if (!t) continue;
+        bool same = t->ndim == n_norm;
+        for (int i = 0; same && i < n_norm; i++) same = t->shape[i] == ns[i];
+        if (!same)
+            return ampc_set_error(AMPC_E_RUNTIME,
+                                  "Expected %s to be of same shape as normalized_shape, but got %s of shape %s and "
+                                  "normalized_shape = %s",
+                                  k ? "bias" : "weight", k ? "bias" : "weight", nn_shape(t, s1, sizeof s1),
+                                  ampc_shape_str(n_norm, ns, s2, sizeof s2));
+        AMPC_TRY(nn_check_floating("layer_norm", t, k ? "bias" : "weight"));
+    }
+    *d = 1;
+    for (int i = 0; i < n_norm; i++) *d *= ns[i];
+    *m = *d ? ampc_numel(x) / *d : 0;
+    if (!*d) {
+        *m = 1;
+        for (int i = 0; i < x->ndim - n_norm; i++) *m *= x->shape[i];
+    }
+    return AMPC_OK;
+}
+
+ampc_tensor *ampc_native_layer_norm(const ampc_tensor *input, int n_norm, const int64_t *normalized_shape,
+                                    const ampc_tensor *weight, const ampc_tensor *bias, double eps,
+                                    ampc_tensor **mean, ampc_tensor **rstd) {
+    *mean = *rstd = NULL;
+    int64_t m, d;
+    if (layer_norm_check(input, n_norm, normalized_shape, weight, bias, &m, &d) != AMPC_OK) return NULL;
+    int64_t shape2[2] = {m, d}, ms[1] = {m};
+    ampc_tensor *x = flat_view(input, 2, shape2), *w = NULL, *b = NULL, *y = NULL, *y2 = NULL;
+    ampc_status st = x ? AMPC_OK : ampc_last_status();
+    if (st == AMPC_OK) st = nn_contig(weight, &w);
+    if (st == AMPC_OK) st = nn_contig(bias, &b);
+    if (st == AMPC_OK) {
+        y = ampc_empty(input->ndim, input->shape, input->dtype, input->device);
+        y2 = y ? nn_reshape_view(y, 2, shape2) : NULL;
+        *mean = y2 ? ampc_empty(1, ms, nn_stats_dtype(input->dtype), input->device) : NULL;
+        *rstd = *mean ? ampc_empty(1, ms, nn_stats_dtype(input->dtype), input->device) : NULL;
+        if (!*rstd) st = ampc_last_status();
+    }
+    if (st == AMPC_OK) {
+        ampc_kernel_args a;
+        nn_args_init(&a);
+        a.out[0] = y2, a.out[1] = *mean, a.out[2] = *rstd, a.n_out = 3;
+        a.in[0] = x, a.in[1] = w, a.in[2] = b, a.n_in = 3;
+        a.scalars[0] = ampc_scalar_float(eps);
+        st = nn_dispatch(AMPC_OP_LAYER_NORM, &a);
+    }
+    ampc_tensor *tmp[4] = {x, w, b, y2};
+    nn_release(4, tmp);
+    if (st == AMPC_OK && ampc_any_requires_grad(3, (const ampc_tensor *[]){input, weight, bias})) {
+        ampc_node_attrs attrs;
+        memset(&attrs, 0, sizeof attrs);
+        attrs.ints[0] = n_norm, attrs.n_ints = 1;
+        if (!ampc_autograd_record(&layer_norm_rule, 3, (const ampc_tensor *[]){input, weight, bias}, 1, &y, 4,
+                                  (const ampc_tensor *[]){input, weight, *mean, *rstd}, &attrs))
+            st = ampc_last_status();
+    }
+    if (st != AMPC_OK) {
+        release_outs(&y, mean, rstd);
+        return NULL;
+    }
+    return y;
+}
+
+ampc_tensor *ampc_layer_norm(const ampc_tensor *input, int n_norm, const int64_t *normalized_shape,
+                             const ampc_tensor *weight, const ampc_tensor *bias, double eps) {
+    ampc_tensor *mean, *rstd;
+    ampc_tensor *y = ampc_native_layer_norm(input, n_norm, normalized_shape, weight, bias, eps, &mean, &rstd);
+    ampc_tensor_decref(mean);
+    ampc_tensor_decref(rstd);
+    return y;
+}
+
+ampc_status ampc_native_layer_norm_backward(const ampc_tensor *grad_out, const ampc_tensor *input, int n_norm,
+                                            const ampc_tensor *mean, const ampc_tensor *rstd,
+                                            const ampc_tensor *weight, const bool need[3], ampc_tensor **grad_input,
+                                            ampc_tensor **grad_weight, ampc_tensor **grad_bias) {
+    *grad_input = *grad_weight = *grad_bias = NULL;
+    int64_t m, d;
+    const int64_t *ns = input->shape + input->ndim - n_norm;
+    AMPC_TRY(layer_norm_check(input, n_norm, ns, weight, NULL, &m, &d));
+    if (ampc_numel(grad_out) != ampc_numel(input) || ampc_numel(mean) != m || ampc_numel(rstd) != m)
+        return ampc_set_error(AMPC_E_RUNTIME, "layer_norm_backward: grad_output, mean or rstd do not match the input");
+    int64_t shape2[2] = {m, d};
+    ampc_tensor *g = flat_view(grad_out, 2, shape2), *x = g ? flat_view(input, 2, shape2) : NULL;
+    ampc_tensor *w = NULL, *gx = NULL, *gw = NULL, *gb = NULL;
+    ampc_status st = x ? nn_contig(weight, &w) : ampc_last_status();
+    if (st == AMPC_OK) st = alloc_grads(input, 2, shape2, weight, d, need, input->dtype, &gx, &gw, &gb);
+    if (st == AMPC_OK) {
+        ampc_kernel_args a;
+        nn_args_init(&a);
+        a.out[0] = gx, a.out[1] = gw, a.out[2] = gb, a.n_out = 3;
+        a.in[0] = g, a.in[1] = x, a.in[2] = mean, a.in[3] = rstd, a.in[4] = w, a.n_in = 5;
+        bool params_nonempty = d > 0 && (gw || gb);
+        if (m * d > 0 || params_nonempty) {
+            if (m == 0) { /* no rows: parameter grads are zero */
+                if (gw) st = ampc_zero_(gw);
+                if (gb && st == AMPC_OK) st = ampc_zero_(gb);
+            } else {
+                st = ampc_dispatch(AMPC_OP_LAYER_NORM_BACKWARD, &a);
+            }
+        }
+    }
+    ampc_tensor *tmp[3] = {g, x, w};
+    nn_release(3, tmp);
+    if (st != AMPC_OK) {
+        release_outs(&gx, &gw, &gb);
+        return st;
+    }
+    *grad_input = reshaped(gx, input->ndim, input->shape);
+    *grad_weight = gw, *grad_bias = gb;
+    return AMPC_OK;
+}
+
+static ampc_status layer_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    const ampc_tensor *x = ampc_node_saved(node, 0), *w = node->saved[1].tensor ? ampc_node_saved(node, 1) : NULL;
+    const ampc_tensor *mean = ampc_node_saved(node, 2), *rstd = ampc_node_saved(node, 3);
+    if (!x || !mean || !rstd) return ampc_last_status();
+    if (!grads[0]) return AMPC_OK;
+    return ampc_native_layer_norm_backward(grads[0], x, (int)node->attrs.ints[0], mean, rstd, w,
+                                           node->needs_input_grad, &grad_inputs[0], &grad_inputs[1], &grad_inputs[2]);
+}
+
+/* ---------------------------------------------------------------- group norm */
+
+static ampc_status group_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
+static const ampc_grad_rule group_norm_rule = {"NativeGroupNormBackward0", group_norm_rule_fn};
+
+static ampc_status group_norm_check(const ampc_tensor *x, int64_t groups, const ampc_tensor *w, const ampc_tensor *b,
+                                    int64_t shape3[3]) {
+    char s1[96], s2[96];
+    const ampc_tensor *all[3] = {x, w, b};
+    AMPC_TRY(nn_check_device("group_norm", 3, all));
+    if (x->ndim < 2)
+        return ampc_set_error(AMPC_E_RUNTIME, "Expected at least 2 dimensions for input tensor but received %d", x->ndim);
+    AMPC_TRY(nn_check_floating("group_norm", x, "input"));
+    int64_t c = x->shape[1];
+    if (groups <= 0 || c % groups != 0)
+        return ampc_set_error(AMPC_E_RUNTIME,
+                              "Expected number of channels in input to be divisible by num_groups, but got input of "
+                              "shape %s and num_groups=%lld",
+                              nn_shape(x, s1, sizeof s1), (long long)groups);
+    for (int k = 0; k < 2; k++) {
+        const ampc_tensor *t = k ? b : w;
+        if (t && (t->ndim != 1 || t->shape[0] != c))
+            return ampc_set_error(AMPC_E_RUNTIME,
+                                  "Expected %s to be a vector of size equal to the number of channels in input, but got "
+                                  "%s of shape %s and input of shape %s",
+                                  k ? "bias" : "weight", k ? "bias" : "weight", nn_shape(t, s1, sizeof s1),
+                                  nn_shape(x, s2, sizeof s2));
+        if (t) AMPC_TRY(nn_check_floating("group_norm", t, k ? "bias" : "weight"));
+    }
+    int64_t l = 1;
+    for (int i = 2; i < x->ndim; i++) l *= x->shape[i];
+    shape3[0] = x->shape[0], shape3[1] = c, shape3[2] = l;
+    return AMPC_OK;
+}
+
+ampc_tensor *ampc_native_group_norm(const ampc_tensor *input, int64_t num_groups, const ampc_tensor *weight,
+                                    const ampc_tensor *bias, double eps, ampc_tensor **mean, ampc_tensor **rstd) {
+    *mean = *rstd = NULL;
+    int64_t shape3[3];
+    if (group_norm_check(input, num_groups, weight, bias, shape3) != AMPC_OK) return NULL;
+    int64_t ss[2] = {shape3[0], num_groups};
+    ampc_tensor *x = flat_view(input, 3, shape3), *w = NULL, *b = NULL, *y = NULL, *y3 = NULL;
+    ampc_status st = x ? AMPC_OK : ampc_last_status();
+    if (st == AMPC_OK) st = nn_contig(weight, &w);
+    if (st == AMPC_OK) st = nn_contig(bias, &b);
+    if (st == AMPC_OK) {
+        y = ampc_empty(input->ndim, input->shape, input->dtype, input->device);
+        y3 = y ? nn_reshape_view(y, 3, shape3) : NULL;
+        *mean = y3 ? ampc_empty(2, ss, nn_stats_dtype(input->dtype), input->device) : NULL;
+        *rstd = *mean ? ampc_empty(2, ss, nn_stats_dtype(input->dtype), input->device) : NULL;
+        if (!*rstd) st = ampc_last_status();
+    }
+    if (st == AMPC_OK) {
+        ampc_kernel_args a;
+        nn_args_init(&a);
+        a.out[0] = y3, a.out[1] = *mean, a.out[2] = *rstd, a.n_out = 3;
+        a.in[0] = x, a.in[1] = w, a.in[2] = b, a.n_in = 3;
+        a.ints[0] = num_groups, a.n_ints = 1;
+        a.scalars[0] = ampc_scalar_float(eps);
+        st = nn_dispatch(AMPC_OP_GROUP_NORM, &a);
+    }
+    ampc_tensor *tmp[4] = {x, w, b, y3};
+    nn_release(4, tmp);
+    if (st == AMPC_OK && ampc_any_requires_grad(3, (const ampc_tensor *[]){input, weight, bias})) {
+        ampc_node_attrs attrs;
+        memset(&attrs, 0, sizeof attrs);
+        attrs.ints[0] = num_groups, attrs.n_ints = 1;
+        if (!ampc_autograd_record(&group_norm_rule, 3, (const ampc_tensor *[]){input, weight, bias}, 1, &y, 4,
+                                  (const ampc_tensor *[]){input, weight, *mean, *rstd}, &attrs))
+            st = ampc_last_status();
+    }
+    if (st != AMPC_OK) {
+        release_outs(&y, mean, rstd);
+        return NULL;
+    }
+    return y;
+}
+
+ampc_tensor *ampc_group_norm(const ampc_tensor *input, int64_t num_groups, const ampc_tensor *weight,
+                             const ampc_tensor *bias, double eps) {
+    ampc_tensor *mean, *rstd;
+    ampc_tensor *y = ampc_native_group_norm(input, num_groups, weight, bias, eps, &mean, &rstd);
+    ampc_tensor_decref(mean);
+    ampc_tensor_decref(rstd);
+    return y;
+}
+
+ampc_status ampc_native_group_norm_backward(const ampc_tensor *grad_out, const ampc_tensor *input,
+                                            int64_t num_groups, const ampc_tensor *mean, const ampc_tensor *rstd,
+                                            const ampc_tensor *weight, const bool need[3], ampc_tensor **grad_input,
+                                            ampc_tensor **grad_weight, ampc_tensor **grad_bias) {
+    *grad_input = *grad_weight = *grad_bias = NULL;
+    int64_t shape3[3];
+    AMPC_TRY(group_norm_check(input, num_groups, weight, NULL, shape3));
+    if (ampc_numel(grad_out) != ampc_numel(input) || ampc_numel(mean) != shape3[0] * num_groups ||
+        ampc_numel(rstd) != shape3[0] * num_groups)
+        return ampc_set_error(AMPC_E_RUNTIME, "group_norm_backward: grad_output, mean or rstd do not match the input");
+    ampc_tensor *g = flat_view(grad_out, 3, shape3), *x = g ? flat_view(input, 3, shape3) : NULL;
+    ampc_tensor *w = NULL, *gx = NULL, *gw = NULL, *gb = NULL, *mc = NULL, *rc = NULL;
+    ampc_status st = x ? nn_contig(weight, &w) : ampc_last_status();
+    if (st == AMPC_OK) st = nn_contig(mean, &mc);
+    if (st == AMPC_OK) st = nn_contig(rstd, &rc);
+    if (st == AMPC_OK) st = alloc_grads(input, 3, shape3, weight, shape3[1], need, input->dtype, &gx, &gw, &gb);
+    if (st == AMPC_OK && shape3[1] > 0) {
+        ampc_kernel_args a;
+        nn_args_init(&a);
+        a.out[0] = gx, a.out[1] = gw, a.out[2] = gb, a.n_out = 3;
+        a.in[0] = g, a.in[1] = x, a.in[2] = mc, a.in[3] = rc, a.in[4] = w, a.n_in = 5;
+        a.ints[0] = num_groups, a.n_ints = 1;
+        st = ampc_dispatch(AMPC_OP_GROUP_NORM_BACKWARD, &a);
+    }
+    ampc_tensor *tmp[5] = {g, x, w, mc, rc};
+    nn_release(5, tmp);
+    if (st != AMPC_OK) {
+        release_outs(&gx, &gw, &gb);
+        return st;
+    }
+    *grad_input = reshaped(gx, input->ndim, input->shape);
+    *grad_weight = gw, *grad_bias = gb;
+    return AMPC_OK;
+}
+
+static ampc_status group_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    const ampc_tensor *x = ampc_node_saved(node, 0), *w = node->saved[1].tensor ? ampc_node_saved(node, 1) : NULL;
+    const ampc_tensor *mean = ampc_node_saved(node, 2), *rstd = ampc_node_saved(node, 3);
+    if (!x || !mean || !rstd) return ampc_last_status();
+    if (!grads[0]) return AMPC_OK;
+    return ampc_native_group_norm_backward(grads[0], x, node->attrs.ints[0], mean, rstd, w, node->needs_input_grad,
+                                           &grad_inputs[0], &grad_inputs[1], &grad_inputs[2]);
+}

@@ -1,0 +1,84 @@
+/* cpu_nn_common.h: what the CPU nn kernels (cpu_nn_*.c) share.
+ *
+ * The nn kernels compute in double whatever the storage dtype: a row, plane or tile is loaded
+ * into a double buffer, worked on there, and stored once (fp16/bf16 rounded once, as the op
+ * contract asks). The per-dtype switch sits outside the element loops, so both the conversion
+ * loops and the arithmetic on the buffers vectorize. Only the GEMM inside convolutions and
+ * attention runs in the storage dtype (cpu_gemm.c). */
+#ifndef AMPC_CPU_NN_COMMON_H
+#define AMPC_CPU_NN_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/dispatch.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Below this much work (elements touched) a parallel region costs more than it saves. */
+#define NN_PARALLEL_GRAIN 32768
+
+/* Elements base[i0 + k * stride], k < n, of dtype dt, to and from double. */
+void nn_load(ampc_dtype dt, const void *base, int64_t i0, int64_t stride, int64_t n, double *dst);
+void nn_store(ampc_dtype dt, void *base, int64_t i0, int64_t stride, int64_t n, const double *src);
+double nn_get(ampc_dtype dt, const void *base, int64_t i);
+void nn_set(ampc_dtype dt, void *base, int64_t i, double v);
+/* Integer index element i of an int64 or int32 tensor's data. */
+int64_t nn_get_index(ampc_dtype dt, const void *base, int64_t i);
+
+/* Data pointer of an optional tensor (NULL stays NULL). */
+static inline void *nn_data(const ampc_tensor *t) { return t ? ampc_data_ptr(t) : NULL; }
+
+/* The (outer, D, inner) view of a contiguous tensor reduced along `dim`. */
+static inline void nn_split_dim(const ampc_tensor *t, int dim, int64_t *outer, int64_t *d, int64_t *inner) {
+    int64_t o = 1, in = 1;
+    for (int i = 0; i < dim; i++) o *= t->shape[i];
+    for (int i = dim + 1; i < t->ndim; i++) in *= t->shape[i];
+    *outer = o;
+    *d = t->ndim ? t->shape[dim] : 1;
+    *inner = in;
+}
+
+/* Columns a (D, w) tile holds at most: tiles of the (outer, D, inner) view take inner columns
+ * in blocks of this width, so the buffer stays small and the loads stay contiguous. */
+#define NN_TILE_W 32
+
+/* Loads the (D, w) tile whose first element is element i0 (rows at stride `inner`) into
+ * buf[d * w + j]; stores it back. */
+static inline void nn_load_tile(ampc_dtype dt, const void *base, int64_t i0, int64_t d, int64_t inner, int64_t w,
+                                double *buf) {
+    for (int64_t r = 0; r < d; r++) nn_load(dt, base, i0 + r * inner, 1, w, buf + r * w);
+}
+static inline void nn_store_tile(ampc_dtype dt, void *base, int64_t i0, int64_t d, int64_t inner, int64_t w,
+                                 const double *buf) {
+    for (int64_t r = 0; r < d; r++) nn_store(dt, base, i0 + r * inner, 1, w, buf + r * w);
+}
+
+/* Threads a loop of `work` elements should use (1 below the grain). */
+static inline int nn_threads(int64_t work) {
+#ifdef _OPENMP
+    return work >= NN_PARALLEL_GRAIN ? omp_get_max_threads() : 1;
+#else
+    (void)work;
+    return 1;
+#endif
+}
+
+/* Registration of each kernel file; ampc_cpu_register_nn (cpu_backend.h) calls them all. */
+void ampc_cpu_register_nn_conv(void);    /* cpu_nn_conv.c: IM2COL, COL2IM */
+void ampc_cpu_register_nn_pool(void);    /* cpu_nn_pool.c: MAX/AVG/ADAPTIVE_AVG_POOL2D (+ backward) */
+
+/* Raises a flag shared by the threads of a parallel loop (failures are reported after it). */
+static inline void nn_set_flag(bool *flag) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+    *flag = true;
+}
+
+/* Out-of-memory inside a kernel: one message for all of them. */
+ampc_status nn_nomem(ampc_op op);
+
+#endif

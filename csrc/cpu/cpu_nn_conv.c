@@ -1,0 +1,143 @@
+/* cpu_nn_conv.c: IM2COL and COL2IM on the CPU, the data movement around the GEMM that does the
+ * arithmetic of a convolution (core/nn_conv.c).
+ *
+ * IM2COL copies elements as they are (no dtype conversion: a column matrix holds the input's
+ * values, padding reads as zero bits, which is 0 in every floating dtype). COL2IM sums
+ * overlapping windows, so it adds in double per (n, c) plane and rounds once. Both run over
+ * (n, c) planes in parallel; a plane is read or written by exactly one thread. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_backend.h"
+#include "cpu_nn_common.h"
+
+typedef struct conv_geom {
+    int64_t n, c, h, w;         /* input */
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    int64_t oh, ow;             /* output */
+} conv_geom;
+
+static conv_geom geom_of(const ampc_tensor *x, const ampc_kernel_args *a) {
+    conv_geom g;
+    g.n = x->shape[0], g.c = x->shape[1], g.h = x->shape[2], g.w = x->shape[3];
+    g.kh = a->ints[0], g.kw = a->ints[1], g.sh = a->ints[2], g.sw = a->ints[3];
+    g.ph = a->ints[4], g.pw = a->ints[5], g.dh = a->ints[6], g.dw = a->ints[7];
+    g.oh = a->ints[8], g.ow = a->ints[9];
+    return g;
+}
+
+/* dst[k] = src[k * stride] for k < n, elements of `item` bytes. */
+static void copy_strided(char *dst, const char *src, int64_t n, int64_t stride, size_t item) {
+    if (stride == 1) {
+        memcpy(dst, src, (size_t)n * item);
+        return;
+    }
+    switch (item) {
+    case 2: for (int64_t k = 0; k < n; k++) ((uint16_t *)dst)[k] = ((const uint16_t *)src)[k * stride]; break;
+    case 4: for (int64_t k = 0; k < n; k++) ((uint32_t *)dst)[k] = ((const uint32_t *)src)[k * stride]; break;
+    case 8: for (int64_t k = 0; k < n; k++) ((uint64_t *)dst)[k] = ((const uint64_t *)src)[k * stride]; break;
+    default: for (int64_t k = 0; k < n; k++) memcpy(dst + k * item, src + k * stride * (int64_t)item, item);
+    }
+}
+
+/* The output columns [lo, hi) whose input column ow * sw - pw + off lies inside [0, w). */
+static void valid_range(int64_t out, int64_t s, int64_t p, int64_t off, int64_t w, int64_t *lo, int64_t *hi) {
+    /* first ow with ow * s >= p - off, last with ow * s <= w - 1 + p - off */
+    int64_t a = p - off, b = w - 1 + p - off;
+    int64_t l = a <= 0 ? 0 : (a + s - 1) / s;
+    int64_t h = b < 0 ? 0 : b / s + 1;
+    *lo = l < out ? l : out;
+    *hi = h < out ? h : out;
+    if (*hi < *lo) *hi = *lo;
+}
+
+/* The kh * kw rows of one (n, c) plane, each oh * ow long; row (ki, kj) starts at
+ * dst + (ki * kw + kj) * row_step elements. */
+static void im2col_plane(const conv_geom *g, const char *plane, char *dst, int64_t row_step, size_t item) {
+    for (int64_t ki = 0; ki < g->kh; ki++)
+        for (int64_t kj = 0; kj < g->kw; kj++) {
+            char *row = dst + (ki * g->kw + kj) * row_step * (int64_t)item;
+            int64_t lo, hi;
+            valid_range(g->ow, g->sw, g->pw, kj * g->dw, g->w, &lo, &hi);
+            for (int64_t oh = 0; oh < g->oh; oh++) {
+                char *o = row + oh * g->ow * (int64_t)item;
+                int64_t ih = oh * g->sh - g->ph + ki * g->dh;
+                if (ih < 0 || ih >= g->h) {
+                    memset(o, 0, (size_t)g->ow * item);
+                    continue;
+                }
+                memset(o, 0, (size_t)lo * item);
+                int64_t iw0 = lo * g->sw - g->pw + kj * g->dw;
+                copy_strided(o + lo * (int64_t)item, plane + (ih * g->w + iw0) * (int64_t)item, hi - lo, g->sw, item);
+                memset(o + hi * (int64_t)item, 0, (size_t)(g->ow - hi) * item);
+            }
+        }
+}
+
+static ampc_status cpu_im2col(ampc_op op, const ampc_kernel_args *a) {
+    (void)op;
+    const ampc_tensor *x = a->in[0];
+    conv_geom g = geom_of(x, a);
+    int layout = (int)a->ints[10];
+    size_t item = ampc_dtype_itemsize(x->dtype);
+    const char *src = (const char *)ampc_data_ptr(x);
+    char *dst = (char *)ampc_data_ptr(a->out[0]);
+    int64_t kk = g.kh * g.kw, l = g.oh * g.ow, planes = g.n * g.c;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nn_threads(planes * kk * l))
+#endif
+    for (int64_t p = 0; p < planes; p++) {
+        int64_t n = p / g.c, c = p % g.c;
+        /* layout 0: (N, C*kk, L); layout 1: (C*kk, N, L) */
+        int64_t first_row = layout == 0 ? p * kk : c * kk * g.n + n;
+        int64_t row_step = layout == 0 ? l : g.n * l;
+        im2col_plane(&g, src + p * g.h * g.w * (int64_t)item, dst + first_row * l * (int64_t)item, row_step, item);
+    }
+    return AMPC_OK;
+}
+
+static ampc_status cpu_col2im(ampc_op op, const ampc_kernel_args *a) {
+    const ampc_tensor *cols = a->in[0];
+    ampc_tensor *x = a->out[0];
+    conv_geom g = geom_of(x, a);
+    int64_t kk = g.kh * g.kw, l = g.oh * g.ow, planes = g.n * g.c, hw = g.h * g.w;
+    const void *src = ampc_data_ptr(cols);
+    void *dst = ampc_data_ptr(x);
+    bool failed = false;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nn_threads(planes * kk * l))
+#endif
+    {
+        double *acc = (double *)malloc(sizeof(double) * (size_t)(hw + l));
+        if (!acc) nn_set_flag(&failed);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t p = 0; p < planes; p++) {
+            if (!acc) continue;
+            double *row = acc + hw;
+            memset(acc, 0, sizeof(double) * (size_t)hw);
+            for (int64_t ki = 0; ki < g.kh; ki++)
+                for (int64_t kj = 0; kj < g.kw; kj++) {
+                    nn_load(cols->dtype, src, (p * kk + ki * g.kw + kj) * l, 1, l, row);
+                    int64_t lo, hi;
+                    valid_range(g.ow, g.sw, g.pw, kj * g.dw, g.w, &lo, &hi);
+                    for (int64_t oh = 0; oh < g.oh; oh++) {
+                        int64_t ih = oh * g.sh - g.ph + ki * g.dh;
+                        if (ih < 0 || ih >= g.h) continue;
+                        int64_t base = ih * g.w - g.pw + kj * g.dw; /* + ow * sw: inside the row */
+                        const double *r = row + oh * g.ow;
+                        for (int64_t ow = lo; ow < hi; ow++) acc[base + ow * g.sw] += r[ow];
+                    }
+                }
+            nn_store(x->dtype, dst, p * hw, 1, hw, acc);
+        }
+        free(acc);
+    }
+    return failed ? nn_nomem(op) : AMPC_OK;
+}
+
+void ampc_cpu_register_nn_conv(void) {
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_IM2COL, cpu_im2col);
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_COL2IM, cpu_col2im);
+}

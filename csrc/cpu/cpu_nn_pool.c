@@ -1,0 +1,267 @@
+/* cpu_nn_pool.c: max, average and adaptive average 2-d pooling on the CPU, forward and backward.
+ *
+ * Every kernel works on (n, c) planes, in parallel: the input plane (H, W) and the output plane
+ * (OH, OW) are loaded into double buffers, the windows are folded there, and results are stored
+ * once. Backward accumulates into a double plane, so overlapping windows in fp16 round once.
+ * Window rules are PyTorch's (aten/src/ATen/native/cpu/{MaxPool,AvgPool,AdaptiveAvgPool}Kernel). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_backend.h"
+#include "cpu_nn_common.h"
+
+typedef struct pool_geom {
+    int64_t planes, h, w, oh, ow;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    bool count_include_pad;
+    int64_t divisor_override;
+} pool_geom;
+
+static pool_geom geom_of(const ampc_tensor *x, const ampc_tensor *y, const ampc_kernel_args *a, ampc_op op) {
+    pool_geom g;
+    memset(&g, 0, sizeof g);
+    g.planes = x->shape[0] * x->shape[1];
+    g.h = x->shape[2], g.w = x->shape[3], g.oh = y->shape[2], g.ow = y->shape[3];
+    if (op == AMPC_OP_ADAPTIVE_AVG_POOL2D || op == AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD) return g;
+    g.kh = a->ints[0], g.kw = a->ints[1], g.sh = a->ints[2], g.sw = a->ints[3], g.ph = a->ints[4], g.pw = a->ints[5];
+    if (op == AMPC_OP_MAX_POOL2D || op == AMPC_OP_MAX_POOL2D_BACKWARD) {
+        g.dh = a->ints[6], g.dw = a->ints[7];
+    } else {
+        g.dh = g.dw = 1;
+        g.count_include_pad = a->ints[6] != 0;
+        g.divisor_override = a->ints[7];
+    }
+    return g;
+}
+
+/* Per-thread buffers for one input plane and one output plane, freed at the end of the region. */
+typedef struct plane_bufs {
+    double *in, *out;
+} plane_bufs;
+
+static bool bufs_alloc(plane_bufs *b, const pool_geom *g) {
+    b->in = (double *)malloc(sizeof(double) * (size_t)(g->h * g->w > 0 ? g->h * g->w : 1));
+    b->out = (double *)malloc(sizeof(double) * (size_t)(g->oh * g->ow > 0 ? g->oh * g->ow : 1));
+    return b->in && b->out;
+}
+
+static void bufs_free(plane_bufs *b) {
+    free(b->in);
+    free(b->out);
+}
+
+/* ---------------------------------------------------------------- max */
+
+static void max_plane(const pool_geom *g, const double *in, double *out, int64_t *idx) {
+    for (int64_t oh = 0; oh < g->oh; oh++) {
+        int64_t h0 = oh * g->sh - g->ph;
+        int64_t ih0 = h0;
+        while (ih0 < 0) ih0 += g->dh;
+        int64_t h1 = h0 + (g->kh - 1) * g->dh + 1 < g->h ? h0 + (g->kh - 1) * g->dh + 1 : g->h;
+        for (int64_t ow = 0; ow < g->ow; ow++) {
+            int64_t w0 = ow * g->sw - g->pw;
+            int64_t iw0 = w0;
+            while (iw0 < 0) iw0 += g->dw;
+            int64_t w1 = w0 + (g->kw - 1) * g->dw + 1 < g->w ? w0 + (g->kw - 1) * g->dw + 1 : g->w;
+            double best = -INFINITY;
+            int64_t best_i = ih0 * g->w + iw0;
+            for (int64_t ih = ih0; ih < h1; ih += g->dh)
+                for (int64_t iw = iw0; iw < w1; iw += g->dw) {
+                    double v = in[ih * g->w + iw];
+                    if (v > best || isnan(v)) { /* NaN wins (the last one, as PyTorch) */
+                        best = v;
+                        best_i = ih * g->w + iw;
+                    }
+                }
+            out[oh * g->ow + ow] = best;
+            idx[oh * g->ow + ow] = best_i;
+        }
+    }
+}
+
+static ampc_status cpu_max_pool2d(ampc_op op, const ampc_kernel_args *a) {
+    const ampc_tensor *x = a->in[0];
+    ampc_tensor *y = a->out[0], *ind = a->out[1];
+    pool_geom g = geom_of(x, y, a, op);
+    int64_t hw = g.h * g.w, ohw = g.oh * g.ow;
+    const void *xp = ampc_data_ptr(x);
+    void *yp = ampc_data_ptr(y);
+    int64_t *ip = (int64_t *)ampc_data_ptr(ind);
+    bool failed = false;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nn_threads(g.planes * ohw * g.kh * g.kw))
+#endif
+    {
+        plane_bufs b;
+        bool ok = bufs_alloc(&b, &g);
+        if (!ok) nn_set_flag(&failed);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t p = 0; p < g.planes; p++) {
+            if (!ok) continue;
+            nn_load(x->dtype, xp, p * hw, 1, hw, b.in);
+            max_plane(&g, b.in, b.out, ip + p * ohw);
+            nn_store(y->dtype, yp, p * ohw, 1, ohw, b.out);
+        }
+        bufs_free(&b);
+    }
+    return failed ? nn_nomem(op) : AMPC_OK;
+}
+
+static ampc_status cpu_max_pool2d_backward(ampc_op op, const ampc_kernel_args *a) {
+    const ampc_tensor *gy = a->in[0], *ind = a->in[1];
+    ampc_tensor *gx = a->out[0];
+    int64_t planes = gx->shape[0] * gx->shape[1], hw = gx->shape[2] * gx->shape[3];
+    int64_t ohw = gy->shape[2] * gy->shape[3];
+    const void *gp = ampc_data_ptr(gy);
+    const int64_t *ip = (const int64_t *)ampc_data_ptr(ind);
+    void *xp = ampc_data_ptr(gx);
+    bool failed = false, bad_index = false;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nn_threads(planes * (hw + ohw)))
+#endif
+    {
+        double *acc = (double *)malloc(sizeof(double) * (size_t)(hw + ohw + 1));
+        if (!acc) nn_set_flag(&failed);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t p = 0; p < planes; p++) {
+            if (!acc) continue;
+            double *g = acc + hw;
+            memset(acc, 0, sizeof(double) * (size_t)hw);
+            nn_load(gy->dtype, gp, p * ohw, 1, ohw, g);
+            for (int64_t k = 0; k < ohw; k++) {
+                int64_t i = ip[p * ohw + k];
+                if (i < 0 || i >= hw) {
+                    nn_set_flag(&bad_index); /* indices from elsewhere than max_pool2d */
+                    continue;
+                }
+                acc[i] += g[k];
+            }
+            nn_store(gx->dtype, xp, p * hw, 1, hw, acc);
+        }
+        free(acc);
+    }
+    if (failed) return nn_nomem(op);
+    if (bad_index) return ampc_set_error(AMPC_E_INDEX, "max_pool2d_backward: an index is outside the input plane");
+    return AMPC_OK;
+}
+
+/* ---------------------------------------------------------------- average */
+
+/* The window of output (oh, ow) clipped to the input, and its divisor (PyTorch's rule: the
+ * size before clipping to the input but after clipping to the padded input counts padding). */
+typedef struct avg_window {
+    int64_t h0, h1, w0, w1;
+    double divisor;
+} avg_window;
+
+static avg_window avg_window_of(const pool_geom *g, int64_t oh, int64_t ow) {
+    avg_window r;
+    int64_t h0 = oh * g->sh - g->ph, w0 = ow * g->sw - g->pw;
+    int64_t h1 = h0 + g->kh < g->h + g->ph ? h0 + g->kh : g->h + g->ph;
+    int64_t w1 = w0 + g->kw < g->w + g->pw ? w0 + g->kw : g->w + g->pw;
+    int64_t pool_size = (h1 - h0) * (w1 - w0);
+    r.h0 = h0 > 0 ? h0 : 0, r.w0 = w0 > 0 ? w0 : 0;
+    r.h1 = h1 < g->h ? h1 : g->h, r.w1 = w1 < g->w ? w1 : g->w;
+    if (g->divisor_override)
+        r.divisor = (double)g->divisor_override;
+    else if (g->count_include_pad)
+        r.divisor = (double)pool_size;
+    else
+        r.divisor = (double)((r.h1 - r.h0) * (r.w1 - r.w0));
+    return r;
+}
+
+/* Adaptive windows: [floor(o * in / out), ceil((o + 1) * in / out)). */
+static avg_window adaptive_window_of(const pool_geom *g, int64_t oh, int64_t ow) {
+    avg_window r;
+    r.h0 = oh * g->h / g->oh;
+    r.h1 = ((oh + 1) * g->h + g->oh - 1) / g->oh;
+    r.w0 = ow * g->w / g->ow;
+    r.w1 = ((ow + 1) * g->w + g->ow - 1) / g->ow;
+    r.divisor = (double)((r.h1 - r.h0) * (r.w1 - r.w0));
+    return r;
+}
+
+static avg_window window_of(ampc_op op, const pool_geom *g, int64_t oh, int64_t ow) {
+    bool adaptive = op == AMPC_OP_ADAPTIVE_AVG_POOL2D || op == AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD;
+    return adaptive ? adaptive_window_of(g, oh, ow) : avg_window_of(g, oh, ow);
+}
+
+static void avg_plane(ampc_op op, const pool_geom *g, const double *in, double *out) {
+    for (int64_t oh = 0; oh < g->oh; oh++)
+        for (int64_t ow = 0; ow < g->ow; ow++) {
+            avg_window r = window_of(op, g, oh, ow);
+            double s = 0;
+            if (r.h0 >= r.h1 || r.w0 >= r.w1) { /* a ceil_mode window entirely in the padding */
+                out[oh * g->ow + ow] = 0;
+                continue;
+            }
+            for (int64_t ih = r.h0; ih < r.h1; ih++)
+                for (int64_t iw = r.w0; iw < r.w1; iw++) s += in[ih * g->w + iw];
+            out[oh * g->ow + ow] = s / r.divisor;
+        }
+}
+
+static void avg_plane_backward(ampc_op op, const pool_geom *g, const double *gout, double *gin) {
+    memset(gin, 0, sizeof(double) * (size_t)(g->h * g->w));
+    for (int64_t oh = 0; oh < g->oh; oh++)
+        for (int64_t ow = 0; ow < g->ow; ow++) {
+            avg_window r = window_of(op, g, oh, ow);
+            if (r.h0 >= r.h1 || r.w0 >= r.w1) continue;
+            double v = gout[oh * g->ow + ow] / r.divisor;
+            for (int64_t ih = r.h0; ih < r.h1; ih++)
+                for (int64_t iw = r.w0; iw < r.w1; iw++) gin[ih * g->w + iw] += v;
+        }
+}
+
+/* Forward and backward of AVG_POOL2D and ADAPTIVE_AVG_POOL2D: x/gx is the (N, C, H, W) side. */
+static ampc_status cpu_avg_pool2d(ampc_op op, const ampc_kernel_args *a) {
+    bool backward = op == AMPC_OP_AVG_POOL2D_BACKWARD || op == AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD;
+    const ampc_tensor *src = a->in[0];
+    ampc_tensor *dst = a->out[0];
+    const ampc_tensor *x = backward ? dst : src, *y = backward ? src : dst;
+    pool_geom g = geom_of(x, y, a, op);
+    int64_t hw = g.h * g.w, ohw = g.oh * g.ow;
+    const void *sp = ampc_data_ptr(src);
+    void *dp = ampc_data_ptr(dst);
+    bool failed = false;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nn_threads(g.planes * (hw + ohw)))
+#endif
+    {
+        plane_bufs b;
+        bool ok = bufs_alloc(&b, &g);
+        if (!ok) nn_set_flag(&failed);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t p = 0; p < g.planes; p++) {
+            if (!ok) continue;
+            if (backward) {
+                nn_load(src->dtype, sp, p * ohw, 1, ohw, b.out);
+                avg_plane_backward(op, &g, b.out, b.in);
+                nn_store(dst->dtype, dp, p * hw, 1, hw, b.in);
+            } else {
+                nn_load(src->dtype, sp, p * hw, 1, hw, b.in);
+                avg_plane(op, &g, b.in, b.out);
+                nn_store(dst->dtype, dp, p * ohw, 1, ohw, b.out);
+            }
+        }
+        bufs_free(&b);
+    }
+    return failed ? nn_nomem(op) : AMPC_OK;
+}
+
+void ampc_cpu_register_nn_pool(void) {
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_MAX_POOL2D, cpu_max_pool2d);
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_MAX_POOL2D_BACKWARD, cpu_max_pool2d_backward);
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_AVG_POOL2D, cpu_avg_pool2d);
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_AVG_POOL2D_BACKWARD, cpu_avg_pool2d);
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_ADAPTIVE_AVG_POOL2D, cpu_avg_pool2d);
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD, cpu_avg_pool2d);
+}

@@ -1,0 +1,112 @@
+/* cpu_reduce_folds.h: the typed inner loops of the CPU reductions ("folds"), generated per
+ * dtype in cpu_reduce_folds.c, and how their partial results merge.
+ *
+ * A fold reduces n elements (byte stride s) to one accumulator: a double for floating inputs,
+ * an int64 for integer ones and for any/all. Contiguous rows use 16 independent accumulators,
+ * which the compiler vectorizes without -ffast-math, and rows longer than 2048 elements are
+ * split in halves (pairwise summation), so float32 sums accumulated in double track NumPy's
+ * float64 closely. A column loop folds one input row into a row of accumulators (the across-rows
+ * path of cpu_reduce.c). cpu_reduce.c picks the loops from the tables by [fold][input dtype];
+ * NULL marks a combination no frontend sends. */
+#ifndef AMPC_CPU_REDUCE_FOLDS_H
+#define AMPC_CPU_REDUCE_FOLDS_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "../core/dtype.h"
+
+enum fold {
+    FOLD_sum,     /* sum, mean, and the first pass of var */
+    FOLD_prod,
+    FOLD_max,     /* NaN wins, as in PyTorch */
+    FOLD_min,
+    FOLD_any,     /* integer accumulator for every input dtype */
+    FOLD_all,
+    FOLD_abs_sum, /* norm p = 1 */
+    FOLD_sq_sum,  /* norm p = 2 */
+    FOLD_pow_sum, /* norm of other p: sum |x|^p */
+    FOLD_abs_max, /* norm p = inf */
+    FOLD_abs_min, /* norm p = -inf */
+    FOLD_nonzero, /* norm p = 0 */
+    FOLD_sqdev,   /* var: sum (x - param)^2 around the mean in param */
+    FOLD_expsum,  /* logsumexp: sum exp(x - param) below the max in param */
+    FOLD_COUNT
+};
+
+typedef double (*fold_d_fn)(const char *p, int64_t n, int64_t s, double param);
+typedef int64_t (*fold_i_fn)(const char *p, int64_t n, int64_t s, double param);
+typedef void (*col_d_fn)(double *acc, const char *p, int64_t n, double param); /* contiguous row */
+typedef void (*col_i_fn)(int64_t *acc, const char *p, int64_t n, double param);
+/* First index i < n with x[i] == target (a NaN target finds the first NaN). */
+typedef int64_t (*find_d_fn)(const char *p, int64_t n, int64_t s, double target);
+typedef int64_t (*find_i_fn)(const char *p, int64_t n, int64_t s, int64_t target);
+
+/* Across rows, for max/min with indices: where row r beats best[j] (or is its first NaN), take it. */
+typedef void (*col_arg_d_fn)(double *best, int64_t *idx, const char *p, int64_t n, int64_t r);
+typedef void (*col_arg_i_fn)(int64_t *best, int64_t *idx, const char *p, int64_t n, int64_t r);
+/* Across rows, for var: Welford's update of running means and squared deviations with the
+ * row's count folded in as 1 / count. */
+typedef void (*col_welford_fn)(double *mean, double *m2, const char *p, int64_t n, double inv_count);
+
+extern const fold_d_fn fold_d_loops[FOLD_COUNT][AMPC_NUM_DTYPES];
+extern const fold_i_fn fold_i_loops[FOLD_COUNT][AMPC_NUM_DTYPES];
+extern const col_d_fn col_d_loops[FOLD_COUNT][AMPC_NUM_DTYPES];
+extern const col_i_fn col_i_loops[FOLD_COUNT][AMPC_NUM_DTYPES];
+extern const col_arg_d_fn col_arg_d_loops[2][AMPC_NUM_DTYPES]; /* [0] max, [1] min */
+extern const col_arg_i_fn col_arg_i_loops[2][AMPC_NUM_DTYPES];
+extern const col_welford_fn col_welford_loops[AMPC_NUM_DTYPES];
+extern const find_d_fn find_d_loops[AMPC_NUM_DTYPES];
+extern const find_i_fn find_i_loops[AMPC_NUM_DTYPES];
+
+/* NaN-propagating extremes: a NaN argument wins. */
+#define FOLD_MAX_NAN(a, b) (((b) > (a) || (b) != (b)) ? (b) : (a))
+#define FOLD_MIN_NAN(a, b) (((b) < (a) || (b) != (b)) ? (b) : (a))
+/* Integer sums and products wrap around like PyTorch's; unsigned arithmetic keeps that defined. */
+#define FOLD_WRAP_ADD(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
+#define FOLD_WRAP_MUL(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))
+
+static inline double fold_identity_d(int fold) {
+    switch (fold) {
+    case FOLD_prod: return 1.0;
+    case FOLD_max: return -INFINITY;
+    case FOLD_min:
+    case FOLD_abs_min: return INFINITY;
+    default: return 0.0;
+    }
+}
+
+static inline int64_t fold_identity_i(int fold) {
+    switch (fold) {
+    case FOLD_prod:
+    case FOLD_all: return 1;
+    case FOLD_max: return INT64_MIN;
+    case FOLD_min: return INT64_MAX;
+    default: return 0;
+    }
+}
+
+/* The result of folding a's elements then b's. */
+static inline double fold_merge_d(int fold, double a, double b) {
+    switch (fold) {
+    case FOLD_prod: return a * b;
+    case FOLD_max:
+    case FOLD_abs_max: return FOLD_MAX_NAN(a, b);
+    case FOLD_min:
+    case FOLD_abs_min: return FOLD_MIN_NAN(a, b);
+    default: return a + b;
+    }
+}
+
+static inline int64_t fold_merge_i(int fold, int64_t a, int64_t b) {
+    switch (fold) {
+    case FOLD_prod: return FOLD_WRAP_MUL(a, b);
+    case FOLD_max: return b > a ? b : a;
+    case FOLD_min: return b < a ? b : a;
+    case FOLD_any: return a | b;
+    case FOLD_all: return a & b;
+    default: return FOLD_WRAP_ADD(a, b);
+    }
+}
+
+#endif

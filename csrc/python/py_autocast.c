@@ -1,0 +1,120 @@
+/* py_autocast.c: bindings of autocast's thread-local state and policy table (core/autocast.h),
+ * with PyTorch's function names (torch.is_autocast_enabled & co.). The context manager itself
+ * is Python (python/ampc/amp/autocast_mode.py). */
+#include "py_common.h"
+
+static int parse_device_type(PyObject *obj, ampc_device_type *out, const char *op) {
+    if (!PyUnicode_Check(obj)) {
+        PyErr_Format(PyExc_ValueError, "Expected `device_type` of type `str`, got: `%s`", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    const char *s = PyUnicode_AsUTF8(obj);
+    if (!s) return -1;
+    if (strcmp(s, "cpu") == 0) *out = AMPC_CPU;
+    else if (strcmp(s, "cuda") == 0) *out = AMPC_CUDA;
+    else {
+        PyErr_Format(PyExc_RuntimeError, "User specified an unsupported autocast device_type '%s'", s);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *py_is_enabled(PyObject *self, PyObject *args) {
+    PyObject *dev_obj = NULL;
+    if (!PyArg_ParseTuple(args, "|O:is_autocast_enabled", &dev_obj)) return NULL;
+    ampc_device_type dev = AMPC_CUDA; /* torch.is_autocast_enabled() with no argument asks about CUDA */
+    if (dev_obj && parse_device_type(dev_obj, &dev, "is_autocast_enabled") < 0) return NULL;
+    return PyBool_FromLong(ampc_autocast_is_enabled(dev));
+}
+
+static PyObject *py_set_enabled(PyObject *self, PyObject *args) {
+    PyObject *dev_obj;
+    int on;
+    if (!PyArg_ParseTuple(args, "Op:set_autocast_enabled", &dev_obj, &on)) return NULL;
+    ampc_device_type dev;
+    if (parse_device_type(dev_obj, &dev, "set_autocast_enabled") < 0) return NULL;
+    ampc_autocast_set_enabled(dev, on);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_get_dtype(PyObject *self, PyObject *args) {
+    PyObject *dev_obj;
+    if (!PyArg_ParseTuple(args, "O:get_autocast_dtype", &dev_obj)) return NULL;
+    ampc_device_type dev;
+    if (parse_device_type(dev_obj, &dev, "get_autocast_dtype") < 0) return NULL;
+    return ampc_py_dtype_object(ampc_autocast_get_dtype(dev));
+}
+
+static PyObject *py_set_dtype(PyObject *self, PyObject *args) {
+    PyObject *dev_obj, *dt_obj;
+    if (!PyArg_ParseTuple(args, "OO:set_autocast_dtype", &dev_obj, &dt_obj)) return NULL;
+    ampc_device_type dev;
+    ampc_dtype dt;
+    if (parse_device_type(dev_obj, &dev, "set_autocast_dtype") < 0 || ampc_py_dtype(dt_obj, &dt, "set_autocast_dtype") < 0)
+        return NULL;
+    if (dt != AMPC_FLOAT16 && dt != AMPC_BFLOAT16 && dt != AMPC_FLOAT32) {
+        PyErr_Format(PyExc_RuntimeError, "set_autocast_dtype: autocast supports float16, bfloat16 and float32, got %s",
+                     ampc_dtype_name(dt));
+        return NULL;
+    }
+    ampc_autocast_set_dtype(dev, dt);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_is_cache_enabled(PyObject *self, PyObject *unused) {
+    return PyBool_FromLong(ampc_autocast_is_cache_enabled());
+}
+
+static PyObject *py_set_cache_enabled(PyObject *self, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    ampc_autocast_set_cache_enabled(on);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_increment_nesting(PyObject *self, PyObject *unused) {
+    return PyLong_FromLong(ampc_autocast_increment_nesting());
+}
+
+static PyObject *py_decrement_nesting(PyObject *self, PyObject *unused) {
+    return PyLong_FromLong(ampc_autocast_decrement_nesting());
+}
+
+static PyObject *py_clear_cache(PyObject *self, PyObject *unused) {
+    ampc_autocast_clear_cache();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_cache_size(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(ampc_autocast_cache_size()); }
+
+/* {name: policy} of the whole table, for tests and documentation. */
+static PyObject *py_policy_table(PyObject *self, PyObject *unused) {
+    static const char *const names[] = {"lower_precision_fp", "fp32", "fp32_set_opt_dtype", "promote", "banned"};
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    for (int i = 0; i < AMPC_AC_NUM_OPS; i++) {
+        PyObject *v = PyUnicode_FromString(names[ampc_autocast_op_policy((ampc_autocast_op)i)]);
+        if (!v || PyDict_SetItemString(d, ampc_autocast_op_name((ampc_autocast_op)i), v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+PyMethodDef ampc_py_module_methods_autocast[] = {
+    {"is_autocast_enabled", py_is_enabled, METH_VARARGS, "Whether autocast is on for a device type (this thread)."},
+    {"set_autocast_enabled", py_set_enabled, METH_VARARGS, "Turns autocast on or off for a device type."},
+    {"get_autocast_dtype", py_get_dtype, METH_VARARGS, "The lower-precision dtype autocast uses on a device type."},
+    {"set_autocast_dtype", py_set_dtype, METH_VARARGS, "Sets the lower-precision dtype of a device type."},
+    {"is_autocast_cache_enabled", py_is_cache_enabled, METH_NOARGS, "Whether the weight-cast cache is on."},
+    {"set_autocast_cache_enabled", py_set_cache_enabled, METH_O, "Turns the weight-cast cache on or off."},
+    {"autocast_increment_nesting", py_increment_nesting, METH_NOARGS, "Enters an autocast region; returns depth."},
+    {"autocast_decrement_nesting", py_decrement_nesting, METH_NOARGS, "Leaves an autocast region; returns depth."},
+    {"clear_autocast_cache", py_clear_cache, METH_NOARGS, "Drops every cached weight cast."},
+    {"_autocast_cache_size", py_cache_size, METH_NOARGS, "Number of cached weight casts (for tests)."},
+    {"_autocast_policy_table", py_policy_table, METH_NOARGS, "The cast policy of every autocast op."},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,651 @@
+/* py_creation.c: the module functions that make tensors (tensor, as_tensor, empty/zeros/ones/
+ * full and their _like forms, arange, linspace, eye) and the dtype queries that go with them
+ * (default dtype, result_type, promote_types, can_cast).
+ *
+ * ampc.tensor(data) walks nested Python sequences twice: once to find the shape and infer the
+ * dtype as PyTorch does (bool < int64 < default float, NumPy scalars keep their dtype, promoted
+ * with promote_types), once to write the values into a host tensor, which is then moved to the
+ * requested dtype and device in one copy. NumPy arrays skip the walk. */
+#include "py_internal.h"
+#include "py_numpy.h"
+
+#include <string.h>
+
+#define KW(...) static char *kwlist[] = {__VA_ARGS__, NULL}
+#define METHOD(name) (PyCFunction)(void (*)(void))(name)
+#define VA (METH_VARARGS | METH_KEYWORDS)
+
+/* ------------------------------------------------------------------ keyword arguments */
+
+/* The keyword arguments every factory takes. `size` only where the factory takes a size
+ * (takes_size 1; 2 also lets full()'s fill_value through). */
+typedef struct factory_kw {
+    PyObject *dtype, *device, *size;
+    int requires_grad;
+} factory_kw;
+
+static int parse_factory_kwargs(PyObject *kwargs, const char *op, int takes_size, factory_kw *kw) {
+    memset(kw, 0, sizeof *kw);
+    if (!kwargs) return 0;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kwargs, &pos, &k, &v)) {
+        const char *name = PyUnicode_AsUTF8(k);
+        if (!name) return -1;
+        if (!strcmp(name, "dtype")) kw->dtype = v;
+        else if (!strcmp(name, "device")) kw->device = v;
+        else if (!strcmp(name, "size") && takes_size) kw->size = v;
+        else if (!strcmp(name, "fill_value") && takes_size == 2) continue; /* full() reads it itself */
+        else if (!strcmp(name, "requires_grad")) {
+            if ((kw->requires_grad = PyObject_IsTrue(v)) < 0) return -1;
+        } else if (!strcmp(name, "out")) {
+            if (v != Py_None) {
+                PyErr_Format(PyExc_NotImplementedError, "%s(): out= is not supported by ampc", op);
+                return -1;
+            }
+        } else if (strcmp(name, "layout") && strcmp(name, "pin_memory") && strcmp(name, "memory_format")) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", op, name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* dtype (or `dflt` when not given) and device (CPU when not given). */
+static int resolve_kw(const factory_kw *kw, const char *op, ampc_dtype dflt, ampc_device dflt_dev, ampc_dtype *dtype,
+                      ampc_device *device) {
+    if (ampc_py_dtype(kw->dtype, dtype, op) < 0) return -1;
+    if (*dtype == AMPC_DTYPE_UNDEFINED) *dtype = dflt;
+    return ampc_py_device(kw->device, dflt_dev, device, op);
+}
+
+/* Wraps the factory's result, applying requires_grad. */
+static PyObject *finish(ampc_tensor *t, int requires_grad) {
+    if (!t) return ampc_py_raise();
+    if (requires_grad && ampc_py_set_requires_grad(t, 1) < 0) {
+        ampc_tensor_decref(t);
+        return NULL;
+    }
+    return ampc_py_wrap(t);
+}
+
+int ampc_py_size_args(PyObject *args, PyObject *size_kw, int64_t *shape, const char *op) {
+    PyObject *src = args;
+    if (size_kw) {
+        if (PyTuple_GET_SIZE(args)) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument 'size'", op);
+            return -1;
+        }
+        src = size_kw;
+    } else if (PyTuple_GET_SIZE(args) == 0) {
+        PyErr_Format(PyExc_TypeError, "%s() missing 1 required positional argument: 'size'", op);
+        return -1;
+    }
+    int nd = ampc_py_int_list(src, shape, AMPC_MAX_DIMS, op, "size");
+    for (int i = 0; i < nd; i++)
+        if (shape[i] < 0) {
+            char buf[200];
+            PyErr_Format(PyExc_RuntimeError, "%s(): Trying to create tensor with negative dimension %lld: %s", op,
+                         (long long)shape[i], ampc_shape_str(nd, shape, buf, sizeof buf));
+            return -1;
+        }
+    return nd;
+}
+
+/* ------------------------------------------------------------------ tensor(data) */
+
+typedef struct data_info {
+    int ndim;
+    int64_t shape[AMPC_MAX_DIMS];
+    ampc_dtype inferred;
+} data_info;
+
+static int is_number(PyObject *o) {
+    return PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyArray_IsScalar(o, Generic);
+}
+
+/* A leaf of the data: a number or a tensor (a one-element tensor counts as its value). */
+static int is_leaf(PyObject *o) { return is_number(o) || AmpcTensor_Check(o); }
+
+static int is_sequence(PyObject *o) { return PyList_Check(o) || PyTuple_Check(o) || PyArray_Check(o); }
+
+static ampc_dtype leaf_dtype(PyObject *o) {
+    if (AmpcTensor_Check(o)) return ((AmpcTensorObject *)o)->t->dtype;
+    if (!PyArray_IsScalar(o, Generic)) { /* checked first: np.float64 is also a Python float */
+        if (PyBool_Check(o)) return AMPC_BOOL;
+        if (PyLong_Check(o)) return AMPC_INT64;
+        return ampc_get_default_dtype();
+    }
+    /* NumPy scalar: its own dtype when ampc has it, else the widest of its kind. */
+    PyArray_Descr *d = PyArray_DescrFromScalar(o);
+    int dt = d ? ampc_py_numpy_dtype_to_ampc((PyObject *)d) : -1;
+    Py_XDECREF(d);
+    if (dt >= 0) return (ampc_dtype)dt;
+    if (PyArray_IsScalar(o, Bool)) return AMPC_BOOL;
+    if (PyArray_IsScalar(o, Integer)) return AMPC_INT64;
+    return AMPC_FLOAT64;
+}
+
+static int invalid_type(PyObject *o) {
+    PyErr_Format(PyExc_TypeError, "tensor(): invalid data type '%s'", Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+/* Finds the shape by following first elements, then checks every element against it. */
+static int infer_shape(PyObject *data, data_info *info) {
+    PyObject *o = data;
+    info->ndim = 0;
+    Py_INCREF(o);
+    while (!is_leaf(o)) {
+        if (!is_sequence(o)) {
+            Py_DECREF(o);
+            return invalid_type(o);
+        }
+        Py_ssize_t n = PySequence_Length(o);
+        if (n < 0 || info->ndim == AMPC_MAX_DIMS) {
+            Py_DECREF(o);
+            if (n >= 0) PyErr_Format(PyExc_ValueError, "tensor(): data has more than %d dims", AMPC_MAX_DIMS);
+            return -1;
+        }
+        info->shape[info->ndim++] = n;
+        if (n == 0) break;
+        PyObject *first = PySequence_GetItem(o, 0);
+        Py_DECREF(o);
+        if (!first) return -1;
+        o = first;
+    }
+    Py_DECREF(o);
+    return 0;
+}
+
+static int check_and_infer(PyObject *o, int dim, data_info *info) {
+    if (dim == info->ndim) {
+        if (!is_leaf(o)) {
+            if (is_sequence(o))
+                PyErr_Format(PyExc_ValueError, "tensor(): expected a number at dim %d, got a sequence", dim);
+            else
+                invalid_type(o);
+            return -1;
+        }
+        if (AmpcTensor_Check(o) && ampc_numel(((AmpcTensorObject *)o)->t) != 1) {
+            PyErr_SetString(PyExc_ValueError, "only one element tensors can be converted to Python scalars");
+            return -1;
+        }
+        info->inferred = ampc_promote_types(info->inferred, leaf_dtype(o));
+        return 0;
+    }
+    if (!is_sequence(o)) {
+        if (is_leaf(o))
+            PyErr_Format(PyExc_ValueError, "expected sequence of length %lld at dim %d (got a number)",
+                         (long long)info->shape[dim], dim);
+        else
+            invalid_type(o);
+        return -1;
+    }
+    PyObject *fast = PySequence_Fast(o, "tensor(): expected a sequence");
+    if (!fast) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    int rc = 0;
+    if (n != info->shape[dim]) {
+        PyErr_Format(PyExc_ValueError, "expected sequence of length %lld at dim %d (got %zd)",
+                     (long long)info->shape[dim], dim, n);
+        rc = -1;
+    }
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) rc = check_and_infer(PySequence_Fast_GET_ITEM(fast, i), dim + 1, info);
+    Py_DECREF(fast);
+    return rc;
+}
+
+/* Writes the leaves of `o`, in row-major order, into `host` (FLOAT64, INT64 or BOOL). */
+static int write_leaves(PyObject *o, int dim, const data_info *info, ampc_tensor *host, int64_t *pos) {
+    if (dim == info->ndim) {
+        char *p = (char *)ampc_data_ptr(host) + *pos * (int64_t)ampc_dtype_itemsize(host->dtype);
+        ampc_scalar s;
+        if (AmpcTensor_Check(o)) {
+            if (ampc_py_check(ampc_get_scalar(((AmpcTensorObject *)o)->t, 0, &s)) < 0) return -1;
+        } else if (ampc_py_scalar(o, &s, "tensor", "data") < 0) {
+            return -1;
+        }
+        switch (host->dtype) {
+        case AMPC_FLOAT64: *(double *)p = ampc_scalar_to_double(s); break;
+        case AMPC_INT64: *(int64_t *)p = ampc_scalar_to_int(s); break;
+        default: *(bool *)p = s.kind == AMPC_SCALAR_FLOAT ? s.v.f != 0 : ampc_scalar_to_int(s) != 0; break;
+        }
+        (*pos)++;
+        return 0;
+    }
+    PyObject *fast = PySequence_Fast(o, "tensor(): expected a sequence");
+    if (!fast) return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < PySequence_Fast_GET_SIZE(fast); i++)
+        rc = write_leaves(PySequence_Fast_GET_ITEM(fast, i), dim + 1, info, host, pos);
+    Py_DECREF(fast);
+    return rc;
+}
+
+static ampc_tensor *tensor_from_sequence(PyObject *data, ampc_dtype dtype, ampc_device device) {
+    data_info info;
+    info.inferred = AMPC_DTYPE_UNDEFINED;
+    if (infer_shape(data, &info) < 0 || check_and_infer(data, 0, &info) < 0) return NULL;
+    if (info.inferred == AMPC_DTYPE_UNDEFINED) info.inferred = ampc_get_default_dtype(); /* no elements */
+    if (dtype == AMPC_DTYPE_UNDEFINED) dtype = info.inferred;
+    /* Values pass through the widest host type of the target's kind, then one cast. */
+    ampc_dtype host_dt = ampc_dtype_is_floating(dtype) ? AMPC_FLOAT64 : dtype == AMPC_BOOL ? AMPC_BOOL : AMPC_INT64;
+    ampc_tensor *host = ampc_empty(info.ndim, info.shape, host_dt, ampc_cpu_device());
+    if (!host) {
+        ampc_py_raise();
+        return NULL;
+    }
+    int64_t pos = 0;
+    if (write_leaves(data, 0, &info, host, &pos) < 0) {
+        ampc_tensor_decref(host);
+        return NULL;
+    }
+    ampc_tensor *t = ampc_to(host, dtype, device, false);
+    ampc_tensor_decref(host);
+    if (!t) ampc_py_raise();
+    return t;
+}
+
+/* A NumPy array: share it, then one copy into the target dtype and device. Arrays NumPy would
+ * need to reorder (negative strides, byte-swapped, misaligned) are made contiguous first. */
+static ampc_tensor *tensor_from_ndarray(PyObject *data, ampc_dtype dtype, ampc_device device, bool copy) {
+    PyArrayObject *arr = (PyArrayObject *)data;
+    int src_dt = ampc_py_numpy_dtype_to_ampc((PyObject *)PyArray_DESCR(arr));
+    PyObject *owned = NULL;
+    if (src_dt < 0 && dtype != AMPC_DTYPE_UNDEFINED && PyArray_ISNUMBER(arr)) {
+        /* e.g. int16 data with dtype=ampc.int64: NumPy casts to the target's type first */
+        static const int npy_of[AMPC_NUM_DTYPES] = {NPY_FLOAT32, NPY_FLOAT32, NPY_FLOAT32, NPY_FLOAT64,
+                                                    NPY_INT64,   NPY_INT32,   NPY_UINT8,   NPY_BOOL};
+        owned = PyArray_FromAny(data, PyArray_DescrFromType(npy_of[dtype]), 0, 0,
+                                NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_FORCECAST, NULL);
+    } else {
+        bool reverse = false;
+        for (int i = 0; i < PyArray_NDIM(arr); i++) reverse |= PyArray_STRIDE(arr, i) < 0;
+        if (reverse || !PyArray_ISNOTSWAPPED(arr) || !PyArray_ISALIGNED(arr)) {
+            PyArray_Descr *native = PyArray_DescrNewByteorder(PyArray_DESCR(arr), NPY_NATIVE);
+            owned = native ? PyArray_FromAny(data, native, 0, 0, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED |
+                                             NPY_ARRAY_ENSURECOPY, NULL) : NULL; /* steals native */
+        } else {
+            owned = data;
+            Py_INCREF(owned);
+        }
+    }
+    if (!owned) return NULL;
+    ampc_tensor *shared = ampc_py_from_numpy(owned, "tensor");
+    Py_DECREF(owned);
+    if (!shared) return NULL;
+    ampc_tensor *t = ampc_to(shared, dtype, device, copy);
+    ampc_tensor_decref(shared);
+    if (!t) ampc_py_raise();
+    return t;
+}
+
+PyObject *ampc_py_tensor_from_data(PyObject *data, ampc_dtype dtype, ampc_device device, int requires_grad) {
+    ampc_tensor *t;
+    if (AmpcTensor_Check(data)) {
+        ampc_tensor *src = ((AmpcTensorObject *)data)->t;
+        t = ampc_to(src, dtype, device, true); /* a detached copy, as torch.tensor(t) */
+        if (!t) return ampc_py_raise();
+    } else if (PyArray_Check(data)) {
+        t = tensor_from_ndarray(data, dtype, device, true);
+    } else if (PyUnicode_Check(data) || PyBytes_Check(data) || (!is_number(data) && !is_sequence(data))) {
+        return invalid_type(data), NULL;
+    } else {
+        t = tensor_from_sequence(data, dtype, device);
+    }
+    if (!t) return NULL;
+    return finish(t, requires_grad);
+}
+
+static PyObject *py_tensor(PyObject *unused, PyObject *args, PyObject *kwargs) {
+    factory_kw kw;
+    PyObject *data;
+    ampc_dtype dtype;
+    ampc_device device;
+    if (PyTuple_GET_SIZE(args) != 1) {
+        PyErr_Format(PyExc_TypeError, "tensor() takes 1 positional argument (data) but %zd were given",
+                     PyTuple_GET_SIZE(args));
+        return NULL;
+    }
+    data = PyTuple_GET_ITEM(args, 0);
+    if (parse_factory_kwargs(kwargs, "tensor", 0, &kw) < 0) return NULL;
+    if (resolve_kw(&kw, "tensor", AMPC_DTYPE_UNDEFINED, ampc_cpu_device(), &dtype, &device) < 0) return NULL;
+    if (AmpcTensor_Check(data) && !kw.device) device = ((AmpcTensorObject *)data)->t->device;
+    return ampc_py_tensor_from_data(data, dtype, device, kw.requires_grad);
+}
+
+/* as_tensor: no copy when data already is a tensor or a CPU NumPy array of the right dtype. */
+static PyObject *py_as_tensor(PyObject *unused, PyObject *args, PyObject *kwargs) {
+    KW("data", "dtype", "device");
+    PyObject *data, *dtype_o = Py_None, *device_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO:as_tensor", kwlist, &data, &dtype_o, &device_o)) return NULL;
+    ampc_dtype dtype;
+    ampc_device device = ampc_cpu_device();
+    if (AmpcTensor_Check(data)) device = ((AmpcTensorObject *)data)->t->device;
+    if (ampc_py_dtype(dtype_o, &dtype, "as_tensor") < 0 || ampc_py_device(device_o, device, &device, "as_tensor") < 0)
+        return NULL;
+    if (AmpcTensor_Check(data)) {
+        ampc_tensor *src = ((AmpcTensorObject *)data)->t;
+        ampc_tensor *t = ampc_to(src, dtype, device, false);
+        return ampc_py_wrap(t);
+    }
+    if (PyArray_Check(data)) {
+        ampc_tensor *t = tensor_from_ndarray(data, dtype, device, false);
+        return t ? ampc_py_wrap(t) : NULL;
+    }
+    return ampc_py_tensor_from_data(data, dtype, device, 0);
+}
+
+/* ------------------------------------------------------------------ sized factories */
+
+typedef enum { FILL_NONE, FILL_ZERO, FILL_ONE, FILL_VALUE } fill_kind;
+
+/* The dtype PyTorch gives full(size, value) without dtype=: bool, int64 or the default float. */
+static ampc_dtype scalar_default_dtype(ampc_scalar s) {
+    return s.kind == AMPC_SCALAR_BOOL ? AMPC_BOOL : s.kind == AMPC_SCALAR_INT ? AMPC_INT64 : ampc_get_default_dtype();
+}
+
+static ampc_tensor *make_filled(int nd, const int64_t *shape, fill_kind fill, ampc_scalar value, ampc_dtype dt,
+                                ampc_device dev) {
+    switch (fill) {
+    case FILL_NONE: return ampc_empty(nd, shape, dt, dev);
+    case FILL_ZERO: return ampc_zeros(nd, shape, dt, dev);
+    case FILL_ONE: return ampc_full(nd, shape, ampc_scalar_int(1), dt, dev);
+    default: return ampc_full(nd, shape, value, dt, dev);
+    }
+}
+
+static PyObject *sized_factory(PyObject *args, PyObject *kwargs, const char *op, fill_kind fill) {
+    factory_kw kw;
+    int64_t shape[AMPC_MAX_DIMS];
+    ampc_scalar value = ampc_scalar_int(0);
+    ampc_dtype dtype;
+    ampc_device device;
+    PyObject *size_args = args;
+    if (parse_factory_kwargs(kwargs, op, fill == FILL_VALUE ? 2 : 1, &kw) < 0) return NULL;
+    ampc_dtype dflt = ampc_get_default_dtype();
+    if (fill == FILL_VALUE) { /* full(size, fill_value) */
+        PyObject *fill_o = kwargs ? PyDict_GetItemString(kwargs, "fill_value") : NULL;
+        Py_ssize_t n = PyTuple_GET_SIZE(args);
+        if (!fill_o && n < 2 - (kw.size != NULL)) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument 'fill_value'", op);
+            return NULL;
+        }
+        if (!fill_o) fill_o = PyTuple_GET_ITEM(args, n - 1);
+        if (AmpcTensor_Check(fill_o) && ((AmpcTensorObject *)fill_o)->t->ndim == 0) {
+            if (ampc_py_check(ampc_get_scalar(((AmpcTensorObject *)fill_o)->t, 0, &value)) < 0) return NULL;
+        } else if (ampc_py_scalar(fill_o, &value, op, "fill_value") < 0) {
+            return NULL;
+        }
+        dflt = scalar_default_dtype(value);
+        size_args = PyTuple_GetSlice(args, 0, kwargs && PyDict_GetItemString(kwargs, "fill_value") ? n : n - 1);
+        if (!size_args) return NULL;
+        if (PyTuple_GET_SIZE(size_args) != 1 && !kw.size) {
+            Py_DECREF(size_args);
+            PyErr_Format(PyExc_TypeError, "%s(): argument 'size' must be one tuple of ints", op);
+            return NULL;
+        }
+    } else {
+        Py_INCREF(size_args);
+    }
+    int nd = ampc_py_size_args(size_args, kw.size, shape, op);
+    Py_DECREF(size_args);
+    if (nd < 0 || resolve_kw(&kw, op, dflt, ampc_cpu_device(), &dtype, &device) < 0) return NULL;
+    return finish(make_filled(nd, shape, fill, value, dtype, device), kw.requires_grad);
+}
+
+static PyObject *py_empty(PyObject *u, PyObject *a, PyObject *k) { return sized_factory(a, k, "empty", FILL_NONE); }
+static PyObject *py_zeros(PyObject *u, PyObject *a, PyObject *k) { return sized_factory(a, k, "zeros", FILL_ZERO); }
+static PyObject *py_ones(PyObject *u, PyObject *a, PyObject *k) { return sized_factory(a, k, "ones", FILL_ONE); }
+static PyObject *py_full(PyObject *u, PyObject *a, PyObject *k) { return sized_factory(a, k, "full", FILL_VALUE); }
+
+/* *_like(input, [fill_value], dtype=None, device=None, requires_grad=False) */
+static PyObject *like_factory(PyObject *args, PyObject *kwargs, const char *op, fill_kind fill) {
+    factory_kw kw;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    Py_ssize_t want = fill == FILL_VALUE ? 2 : 1;
+    PyObject *input = n >= 1 ? PyTuple_GET_ITEM(args, 0) : (kwargs ? PyDict_GetItemString(kwargs, "input") : NULL);
+    PyObject *fill_o = n >= 2 ? PyTuple_GET_ITEM(args, 1) : (kwargs ? PyDict_GetItemString(kwargs, "fill_value") : NULL);
+    if (n > want || !input || (fill == FILL_VALUE && !fill_o)) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %s", op, fill == FILL_VALUE ? "(input, fill_value)" : "(input)");
+        return NULL;
+    }
+    PyObject *rest = NULL;
+    if (kwargs) { /* input/fill_value were taken above; the rest are factory keywords */
+        rest = PyDict_Copy(kwargs);
+        if (!rest) return NULL;
+        PyDict_DelItemString(rest, "input") < 0 ? PyErr_Clear() : (void)0;
+        PyDict_DelItemString(rest, "fill_value") < 0 ? PyErr_Clear() : (void)0;
+    }
+    int rc = parse_factory_kwargs(rest, op, 0, &kw);
+    Py_XDECREF(rest);
+    if (rc < 0) return NULL;
+    ampc_tensor *t = ampc_py_unwrap(input, op, "input");
+    if (!t) return NULL;
+    ampc_scalar value = ampc_scalar_int(0);
+    if (fill == FILL_VALUE && ampc_py_scalar(fill_o, &value, op, "fill_value") < 0) return NULL;
+    ampc_dtype dtype;
+    ampc_device device;
+    if (resolve_kw(&kw, op, t->dtype, t->device, &dtype, &device) < 0) return NULL;
+    return finish(make_filled(t->ndim, t->shape, fill, value, dtype, device), kw.requires_grad);
+}
+
+static PyObject *py_empty_like(PyObject *u, PyObject *a, PyObject *k) { return like_factory(a, k, "empty_like", FILL_NONE); }
+static PyObject *py_zeros_like(PyObject *u, PyObject *a, PyObject *k) { return like_factory(a, k, "zeros_like", FILL_ZERO); }
+static PyObject *py_ones_like(PyObject *u, PyObject *a, PyObject *k) { return like_factory(a, k, "ones_like", FILL_ONE); }
+static PyObject *py_full_like(PyObject *u, PyObject *a, PyObject *k) { return like_factory(a, k, "full_like", FILL_VALUE); }
+
+/* ------------------------------------------------------------------ ranges */
+
+/* A number argument of arange/linspace: Python or NumPy number, or a one-element tensor. */
+static int range_number(PyObject *o, ampc_scalar *s, const char *op, const char *arg) {
+    if (AmpcTensor_Check(o)) {
+        ampc_tensor *t = ((AmpcTensorObject *)o)->t;
+        if (ampc_numel(t) != 1) {
+            PyErr_Format(PyExc_RuntimeError, "%s(): argument '%s' must be a one-element tensor", op, arg);
+            return -1;
+        }
+        return ampc_py_check(ampc_get_scalar(t, 0, s));
+    }
+    return ampc_py_scalar(o, s, op, arg);
+}
+
+static PyObject *py_arange(PyObject *unused, PyObject *args, PyObject *kwargs) {
+    factory_kw kw;
+    PyObject *pos[3] = {NULL, NULL, NULL};
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n > 3) {
+        PyErr_SetString(PyExc_TypeError, "arange() takes at most 3 positional arguments (start, end, step)");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) pos[i] = PyTuple_GET_ITEM(args, i);
+    PyObject *start_o = NULL, *end_o = NULL, *step_o = NULL, *rest = NULL;
+    if (kwargs) {
+        start_o = PyDict_GetItemString(kwargs, "start");
+        end_o = PyDict_GetItemString(kwargs, "end");
+        step_o = PyDict_GetItemString(kwargs, "step");
+        rest = PyDict_Copy(kwargs);
+        if (!rest) return NULL;
+        const char *names[3] = {"start", "end", "step"};
+        for (int i = 0; i < 3; i++)
+            if (PyDict_DelItemString(rest, names[i]) < 0) PyErr_Clear();
+    }
+    /* arange(end), arange(start, end), arange(start, end, step) */
+    if (n == 1 && end_o) start_o = pos[0]; /* arange(1, end=4) */
+    else if (n == 1) end_o = pos[0];
+    if (n >= 2) {
+        start_o = pos[0];
+        end_o = pos[1];
+    }
+    if (n == 3) step_o = pos[2];
+    int rc = parse_factory_kwargs(rest, "arange", 0, &kw);
+    Py_XDECREF(rest);
+    if (rc < 0) return NULL;
+    if (!end_o) {
+        PyErr_SetString(PyExc_TypeError, "arange() missing required argument 'end'");
+        return NULL;
+    }
+    ampc_scalar start = ampc_scalar_int(0), end, step = ampc_scalar_int(1);
+    if ((start_o && range_number(start_o, &start, "arange", "start") < 0) ||
+        range_number(end_o, &end, "arange", "end") < 0 || (step_o && range_number(step_o, &step, "arange", "step") < 0))
+        return NULL;
+    bool any_float = start.kind == AMPC_SCALAR_FLOAT || end.kind == AMPC_SCALAR_FLOAT || step.kind == AMPC_SCALAR_FLOAT;
+    ampc_dtype dtype;
+    ampc_device device;
+    if (resolve_kw(&kw, "arange", any_float ? ampc_get_default_dtype() : AMPC_INT64, ampc_cpu_device(), &dtype,
+                   &device) < 0)
+        return NULL;
+    return finish(ampc_arange(ampc_scalar_to_double(start), ampc_scalar_to_double(end), ampc_scalar_to_double(step),
+                              dtype, device),
+                  kw.requires_grad);
+}
+
+static PyObject *py_linspace(PyObject *unused, PyObject *args, PyObject *kwargs) {
+    PyObject *start_o, *end_o, *steps_o;
+    PyObject *k_dtype = NULL, *k_device = NULL, *k_rg = NULL, *k_out = NULL, *k_layout = NULL, *k_pin = NULL;
+    static char *kwlist[] = {"start", "end", "steps", "out", "dtype", "layout", "device", "requires_grad", "pin_memory", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$OOOOOO:linspace", kwlist, &start_o, &end_o, &steps_o, &k_out,
+                                     &k_dtype, &k_layout, &k_device, &k_rg, &k_pin))
+        return NULL;
+    ampc_scalar start, end;
+    long long steps;
+    if (range_number(start_o, &start, "linspace", "start") < 0 || range_number(end_o, &end, "linspace", "end") < 0)
+        return NULL;
+    if (!PyIndex_Check(steps_o) || PyBool_Check(steps_o) || PyFloat_Check(steps_o)) {
+        PyErr_Format(PyExc_TypeError, "linspace(): argument 'steps' must be int, not %s", Py_TYPE(steps_o)->tp_name);
+        return NULL;
+    }
+    steps = PyLong_AsLongLong(steps_o);
+    if (steps == -1 && PyErr_Occurred()) return NULL;
+    factory_kw kw = {k_dtype, k_device, NULL, k_rg ? PyObject_IsTrue(k_rg) : 0};
+    ampc_dtype dtype;
+    ampc_device device;
+    if (kw.requires_grad < 0 || resolve_kw(&kw, "linspace", ampc_get_default_dtype(), ampc_cpu_device(), &dtype, &device) < 0)
+        return NULL;
+    return finish(ampc_linspace(ampc_scalar_to_double(start), ampc_scalar_to_double(end), steps, dtype, device),
+                  kw.requires_grad);
+}
+
+static PyObject *py_eye(PyObject *unused, PyObject *args, PyObject *kwargs) {
+    PyObject *n_o, *m_o = Py_None;
+    PyObject *k_dtype = NULL, *k_device = NULL, *k_rg = NULL, *k_out = NULL, *k_layout = NULL, *k_pin = NULL;
+    static char *kwlist[] = {"n", "m", "out", "dtype", "layout", "device", "requires_grad", "pin_memory", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OOOOOO:eye", kwlist, &n_o, &m_o, &k_out, &k_dtype, &k_layout,
+                                     &k_device, &k_rg, &k_pin))
+        return NULL;
+    int64_t nm[2];
+    if (ampc_py_int_list(n_o, nm, 1, "eye", "n") < 0) return NULL;
+    nm[1] = nm[0];
+    if (m_o != Py_None && ampc_py_int_list(m_o, nm + 1, 1, "eye", "m") < 0) return NULL;
+    factory_kw kw = {k_dtype, k_device, NULL, k_rg ? PyObject_IsTrue(k_rg) : 0};
+    ampc_dtype dtype;
+    ampc_device device;
+    if (kw.requires_grad < 0 || resolve_kw(&kw, "eye", ampc_get_default_dtype(), ampc_cpu_device(), &dtype, &device) < 0)
+        return NULL;
+    return finish(ampc_eye(nm[0], nm[1], dtype, device), kw.requires_grad);
+}
+
+/* ------------------------------------------------------------------ dtype queries */
+
+static PyObject *py_get_default_dtype(PyObject *u, PyObject *unused) {
+    return ampc_py_dtype_object(ampc_get_default_dtype());
+}
+
+static PyObject *py_set_default_dtype(PyObject *u, PyObject *d) {
+    ampc_dtype dt;
+    if (ampc_py_dtype(d, &dt, "set_default_dtype") < 0) return NULL;
+    if (!ampc_dtype_is_floating(dt)) {
+        PyErr_SetString(PyExc_TypeError, "only floating-point types are supported as the default type");
+        return NULL;
+    }
+    ampc_set_default_dtype(dt);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_is_tensor(PyObject *u, PyObject *o) { return PyBool_FromLong(AmpcTensor_Check(o)); }
+
+static PyObject *py_is_floating_point(PyObject *u, PyObject *o) {
+    ampc_tensor *t = ampc_py_unwrap(o, "is_floating_point", "input");
+    return t ? PyBool_FromLong(ampc_dtype_is_floating(t->dtype)) : NULL;
+}
+
+static PyObject *py_numel(PyObject *u, PyObject *o) {
+    ampc_tensor *t = ampc_py_unwrap(o, "numel", "input");
+    return t ? PyLong_FromLongLong(ampc_numel(t)) : NULL;
+}
+
+static int result_type_operand(ampc_result_type_state *st, PyObject *o, const char *arg) {
+    if (AmpcTensor_Check(o)) {
+        ampc_tensor *t = ((AmpcTensorObject *)o)->t;
+        ampc_result_type_update(st, t->dtype, t->ndim, t->is_wrapped_number);
+        return 0;
+    }
+    ampc_scalar s;
+    if (ampc_py_scalar(o, &s, "result_type", arg) < 0) return -1;
+    ampc_result_type_update(st, ampc_scalar_dtype(s), 0, true);
+    return 0;
+}
+
+static PyObject *py_result_type(PyObject *u, PyObject *args, PyObject *kwargs) {
+    KW("tensor1", "tensor2");
+    PyObject *a, *b;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:result_type", kwlist, &a, &b)) return NULL;
+    ampc_result_type_state st;
+    ampc_result_type_init(&st);
+    if (result_type_operand(&st, a, "tensor1") < 0 || result_type_operand(&st, b, "tensor2") < 0) return NULL;
+    return ampc_py_dtype_object(ampc_result_type_finish(&st));
+}
+
+static int two_dtypes(PyObject *args, PyObject *kwargs, char **kwlist, const char *op, ampc_dtype *a, ampc_dtype *b) {
+    PyObject *x, *y;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO", kwlist, &x, &y)) return -1;
+    if (!ampc_py_is_dtype(x) || !ampc_py_is_dtype(y)) {
+        PyObject *bad = ampc_py_is_dtype(x) ? y : x;
+        PyErr_Format(PyExc_TypeError, "%s(): arguments must be ampc.dtype, not %s", op, Py_TYPE(bad)->tp_name);
+        return -1;
+    }
+    return ampc_py_dtype(x, a, op) < 0 || ampc_py_dtype(y, b, op) < 0 ? -1 : 0;
+}
+
+static PyObject *py_promote_types(PyObject *u, PyObject *args, PyObject *kwargs) {
+    KW("type1", "type2");
+    ampc_dtype a, b;
+    if (two_dtypes(args, kwargs, kwlist, "promote_types", &a, &b) < 0) return NULL;
+    return ampc_py_dtype_object(ampc_promote_types(a, b));
+}
+
+/* PyTorch's canCast: no floating -> integral and no non-bool -> bool. */
+static PyObject *py_can_cast(PyObject *u, PyObject *args, PyObject *kwargs) {
+    KW("from_", "to");
+    ampc_dtype from, to;
+    if (two_dtypes(args, kwargs, kwlist, "can_cast", &from, &to) < 0) return NULL;
+    bool ok = !(ampc_dtype_is_floating(from) && ampc_dtype_is_integral(to, true)) &&
+              !(from != AMPC_BOOL && to == AMPC_BOOL);
+    return PyBool_FromLong(ok);
+}
+
+PyMethodDef ampc_py_module_methods_creation[] = {
+    {"tensor", METHOD(py_tensor), VA, "tensor(data, dtype=None, device=None, requires_grad=False): a copy of data"},
+    {"as_tensor", METHOD(py_as_tensor), VA, "as_tensor(data, dtype=None, device=None): shares memory when it can"},
+    {"empty", METHOD(py_empty), VA, "empty(*size, dtype=None, device=None, requires_grad=False)"},
+    {"zeros", METHOD(py_zeros), VA, "zeros(*size, dtype=None, device=None, requires_grad=False)"},
+    {"ones", METHOD(py_ones), VA, "ones(*size, dtype=None, device=None, requires_grad=False)"},
+    {"full", METHOD(py_full), VA, "full(size, fill_value, dtype=None, device=None, requires_grad=False)"},
+    {"empty_like", METHOD(py_empty_like), VA, NULL},
+    {"zeros_like", METHOD(py_zeros_like), VA, NULL},
+    {"ones_like", METHOD(py_ones_like), VA, NULL},
+    {"full_like", METHOD(py_full_like), VA, NULL},
+    {"arange", METHOD(py_arange), VA, "arange(start=0, end, step=1, dtype=None, device=None, requires_grad=False)"},
+    {"linspace", METHOD(py_linspace), VA, "linspace(start, end, steps, dtype=None, device=None, requires_grad=False)"},
+    {"eye", METHOD(py_eye), VA, "eye(n, m=None, dtype=None, device=None, requires_grad=False)"},
+    {"get_default_dtype", py_get_default_dtype, METH_NOARGS, NULL},
+    {"set_default_dtype", py_set_default_dtype, METH_O, NULL},
+    {"is_tensor", py_is_tensor, METH_O, NULL},
+    {"is_floating_point", py_is_floating_point, METH_O, NULL},
+    {"numel", py_numel, METH_O, NULL},
+    {"result_type", METHOD(py_result_type), VA, NULL},
+    {"promote_types", METHOD(py_promote_types), VA, NULL},
+    {"can_cast", METHOD(py_can_cast), VA, NULL},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,645 @@
+/* py_tensor_methods.c: the methods of ampc.Tensor that belong to the tensor core: shape queries,
+ * views, dtype/device conversions, copies and fills, new_* constructors, tolist/item, copying
+ * and pickling. Each parses its arguments and calls one function of tensor.h. Math, reductions,
+ * indexing and autograd methods live in their areas' tables. */
+#include "py_internal.h"
+
+#include <string.h>
+
+#define SELF_T(self) (((AmpcTensorObject *)(self))->t)
+#define KW(...) static char *kwlist[] = {__VA_ARGS__, NULL}
+#define METHOD(name) (PyCFunction)(void (*)(void))(name)
+
+static PyObject *return_self(PyObject *self) {
+    Py_INCREF(self);
+    return self;
+}
+
+/* Checks a status from an in-place core call and returns self. */
+static PyObject *inplace_result(PyObject *self, ampc_status st) {
+    if (ampc_py_check(st) < 0) return NULL;
+    return return_self(self);
+}
+
+static int parse_int64(PyObject *o, int64_t *out, const char *op, const char *arg) {
+    if (!PyLong_Check(o) && !PyIndex_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be int, not %s", op, arg, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    PyObject *i = PyNumber_Index(o);
+    if (!i) return -1;
+    *out = PyLong_AsLongLong(i);
+    Py_DECREF(i);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ shape queries */
+
+static PyObject *t_size(PyObject *self, PyObject *args, PyObject *kwargs) {
+    KW("dim");
+    PyObject *dim_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:size", kwlist, &dim_o)) return NULL;
+    ampc_tensor *t = SELF_T(self);
+    if (dim_o == Py_None) return ampc_py_size_object(t->ndim, t->shape);
+    int64_t dim;
+    int d;
+    if (parse_int64(dim_o, &dim, "size", "dim") < 0) return NULL;
+    if (ampc_py_check(ampc_wrap_dim("size", dim, t->ndim, &d)) < 0) return NULL;
+    if (t->ndim == 0) return PyErr_Format(PyExc_IndexError, "size(): a 0-dim tensor has no dims");
+    return PyLong_FromLongLong(t->shape[d]);
+}
+
+static PyObject *t_stride(PyObject *self, PyObject *args, PyObject *kwargs) {
+    KW("dim");
+    PyObject *dim_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:stride", kwlist, &dim_o)) return NULL;
+    ampc_tensor *t = SELF_T(self);
+    if (dim_o == Py_None) {
+        PyObject *tuple = PyTuple_New(t->ndim);
+        for (int i = 0; tuple && i < t->ndim; i++) {
+            PyObject *v = PyLong_FromLongLong(t->strides[i]);
+            if (!v) {
+                Py_CLEAR(tuple);
+                break;
+            }
+            PyTuple_SET_ITEM(tuple, i, v);
+        }
+        return tuple;
+    }
+    int64_t dim;
+    int d;
+    if (parse_int64(dim_o, &dim, "stride", "dim") < 0) return NULL;
+    if (ampc_py_check(ampc_wrap_dim("stride", dim, t->ndim, &d)) < 0) return NULL;
+    if (t->ndim == 0) return PyErr_Format(PyExc_IndexError, "stride(): a 0-dim tensor has no dims");
+    return PyLong_FromLongLong(t->strides[d]);
+}
+
+static PyObject *t_dim(PyObject *self, PyObject *unused) { return PyLong_FromLong(SELF_T(self)->ndim); }
+static PyObject *t_numel(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(ampc_numel(SELF_T(self))); }
+static PyObject *t_element_size(PyObject *self, PyObject *unused) {
+    return PyLong_FromSize_t(ampc_dtype_itemsize(SELF_T(self)->dtype));
+}
+static PyObject *t_storage_offset(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(SELF_T(self)->offset); }
+static PyObject *t_is_contiguous(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return PyBool_FromLong(ampc_is_contiguous(SELF_T(self)));
+}
+static PyObject *t_is_floating_point(PyObject *self, PyObject *unused) {
+    return PyBool_FromLong(ampc_dtype_is_floating(SELF_T(self)->dtype));
+}
+static PyObject *t_is_complex(PyObject *self, PyObject *unused) { Py_RETURN_FALSE; }
+static PyObject *t_is_signed(PyObject *self, PyObject *unused) {
+    ampc_dtype dt = SELF_T(self)->dtype;
+    return PyBool_FromLong(dt != AMPC_UINT8 && dt != AMPC_BOOL);
+}
+static PyObject *t_data_ptr(PyObject *self, PyObject *unused) {
+    return PyLong_FromVoidPtr(ampc_data_ptr(SELF_T(self)));
+}
+static PyObject *t_get_device(PyObject *self, PyObject *unused) {
+    ampc_device d = SELF_T(self)->device;
+    return PyLong_FromLong(d.type == AMPC_CPU ? -1 : d.index);
+}
+
+/* ------------------------------------------------------------------ views */
+
+static PyObject *t_view(PyObject *self, PyObject *args) {
+    int64_t shape[AMPC_MAX_DIMS];
+    int nd = ampc_py_int_list(args, shape, AMPC_MAX_DIMS, "view", "size");
+    if (nd < 0) return NULL;
+    return ampc_py_wrap(ampc_view(SELF_T(self), nd, shape));
+}
+
+static PyObject *t_reshape(PyObject *self, PyObject *args) {
+    int64_t shape[AMPC_MAX_DIMS];
+    int nd = ampc_py_int_list(args, shape, AMPC_MAX_DIMS, "reshape", "shape");
+    if (nd < 0) return NULL;
+    return ampc_py_wrap(ampc_reshape(SELF_T(self), nd, shape));
+}
+
+static PyObject *t_view_as(PyObject *self, PyObject *other) {
+    ampc_tensor *o = ampc_py_unwrap(other, "view_as", "other");
+    return o ? ampc_py_wrap(ampc_view(SELF_T(self), o->ndim, o->shape)) : NULL;
+}
+
+static PyObject *t_reshape_as(PyObject *self, PyObject *other) {
+    ampc_tensor *o = ampc_py_unwrap(other, "reshape_as", "other");
+    return o ? ampc_py_wrap(ampc_reshape(SELF_T(self), o->ndim, o->shape)) : NULL;
+}
+
+static PyObject *t_expand(PyObject *self, PyObject *args) {
+    int64_t shape[AMPC_MAX_DIMS];
+    int nd = ampc_py_int_list(args, shape, AMPC_MAX_DIMS, "expand", "size");
+    if (nd < 0) return NULL;
+    return ampc_py_wrap(ampc_expand(SELF_T(self), nd, shape));
+}
+
+static PyObject *t_expand_as(PyObject *self, PyObject *other) {
+    ampc_tensor *o = ampc_py_unwrap(other, "expand_as", "other");
+    return o ? ampc_py_wrap(ampc_expand(SELF_T(self), o->ndim, o->shape)) : NULL;
+}
+
+static PyObject *t_permute(PyObject *self, PyObject *args) {
+    int64_t dims[AMPC_MAX_DIMS];
+    int nd = ampc_py_int_list(args, dims, AMPC_MAX_DIMS, "permute", "dims");
+    if (nd < 0) return NULL;
+    return ampc_py_wrap(ampc_permute(SELF_T(self), nd, dims));
+}
+
+static PyObject *t_flatten(PyObject *self, PyObject *args, PyObject *kwargs) {
+    KW("start_dim", "end_dim");
+    long long s = 0, e = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LL:flatten", kwlist, &s, &e)) return NULL;
+    return ampc_py_wrap(ampc_flatten(SELF_T(self), s, e));
+}
+
+static PyObject *t_transpose(PyObject *self, PyObject *args, PyObject *kwargs) {
+    KW("dim0", "dim1");
+    long long d0, d1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LL:transpose", kwlist, &d0, &d1)) return NULL;
+    return ampc_py_wrap(ampc_transpose(SELF_T(self), d0, d1));
+}
+
+static PyObject *t_t(PyObject *self, PyObject *unused) {
+    ampc_tensor *t = SELF_T(self);
+    if (t->ndim > 2)
+        return PyErr_Format(PyExc_RuntimeError, "t() expects a tensor with <= 2 dimensions, but self is %dD", t->ndim);
+    if (t->ndim < 2) return ampc_py_wrap(ampc_alias(t));
+    return ampc_py_wrap(ampc_transpose(t, 0, 1));
+}
+
+static PyObject *t_unsqueeze(PyObject *self, PyObject *args, PyObject *kwargs) {
+    KW("dim");
+    long long d;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "L:unsqueeze", kwlist, &d)) return NULL;
+    return ampc_py_wrap(ampc_unsqueeze(SELF_T(self), d));
+}
+
+static PyObject *t_squeeze(PyObject *self, PyObject *args, PyObject *kwargs) {
+    KW("dim");
+    PyObject *dim_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:squeeze", kwlist, &dim_o)) return NULL;
+    int64_t dims[AMPC_MAX_DIMS];
+    int nd = 0;
+    if (dim_o != Py_None) {
+        nd = ampc_py_int_list(dim_o, dims, AMPC_MAX_DIMS, "squeeze", "dim");
+        if (nd < 0) return NULL;
+        if (nd == 0) return ampc_py_wrap(ampc_alias(SELF_T(self))); /* squeeze(()) drops nothing */
+    }
+    return ampc_py_wrap(ampc_squeeze(SELF_T(self), nd, dims));
+}
+
+static PyObject *t_narrow(PyObject *self, PyObject *args, PyObject *kwargs) {
+    KW("dim", "start", "length");
+    PyObject *dim_o, *start_o, *len_o;
+    int64_t dim, start, length;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:narrow", kwlist, &dim_o, &start_o, &len_o)) return NULL;
+    if (parse_int64(dim_o, &dim, "narrow", "dim") < 0 || parse_int64(start_o, &start, "narrow", "start") < 0 ||
+        parse_int64(len_o, &length, "narrow", "length") < 0)
+        return NULL;
+    return ampc_py_wrap(ampc_narrow(SELF_T(self), dim, start, length));
+}
+
+static PyObject *t_contiguous(PyObject *self, PyObject *args, PyObject *kwargs) {
+    ampc_tensor *c = ampc_contiguous(SELF_T(self));
+    return ampc_py_wrap(c);
+}
+
+static PyObject *t_clone(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return ampc_py_wrap(ampc_clone(SELF_T(self)));
+}
+
+static PyObject *t_detach(PyObject *self, PyObject *unused) {
+    ampc_tensor *a = ampc_alias(SELF_T(self));
+    if (a) a->requires_grad = false;
+    return ampc_py_wrap(a);
+}
+
+static PyObject *t_detach_(PyObject *self, PyObject *unused) {
+    SELF_T(self)->requires_grad = false;
+    return return_self(self);
+}
+
+/* ------------------------------------------------------------------ dtype and device */
+
+/* Converts to (dtype, device); returns self itself when nothing changes and copy is false. */
+static PyObject *convert(PyObject *self, ampc_dtype dtype, ampc_device device, int copy, const char *op) {
+    ampc_tensor *t = SELF_T(self);
+    if (!ampc_device_eq(device, t->device) && ampc_py_check(ampc_check_device(op, device)) < 0) return NULL;
+    ampc_tensor *r = ampc_to(t, dtype, device, copy != 0);
+    if (r == t) {
+        ampc_tensor_decref(r);
+        return return_self(self);
+    }
+    return ampc_py_wrap(r);
+}
+
+/* to(device=None, dtype=None, non_blocking=False, copy=False), to(dtype, ...), to(tensor, ...) */
+static PyObject *t_to(PyObject *self, PyObject *args, PyObject *kwargs) {
+    ampc_tensor *t = SELF_T(self);
+    PyObject *device_o = NULL, *dtype_o = NULL;
+    int copy = 0, n_bools = 0;
+    ampc_dtype dtype = t->dtype;
+    ampc_device device = t->device;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+        PyObject *a = PyTuple_GET_ITEM(args, i);
+        if (i == 0 && AmpcTensor_Check(a)) {
+            dtype = SELF_T(a)->dtype;
+            device = SELF_T(a)->device;
+        } else if (ampc_py_is_dtype(a) && !dtype_o) {
+            dtype_o = a;
+        } else if (i == 0 && (PyUnicode_Check(a) || ampc_py_is_device(a) || (PyLong_Check(a) && !PyBool_Check(a)))) {
+            device_o = a;
+        } else if (PyBool_Check(a) && n_bools < 2) {
+            if (n_bools++ == 1) copy = a == Py_True; /* to(dtype, non_blocking, copy) */
+        } else {
+            return PyErr_Format(PyExc_TypeError, "to() received an invalid combination of arguments: argument %zd of type %s",
+                                i, Py_TYPE(a)->tp_name);
+        }
+    }
+    if (kwargs) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwargs, &pos, &k, &v)) {
+            const char *name = PyUnicode_AsUTF8(k);
+            if (!name) return NULL;
+            if (!strcmp(name, "device")) device_o = v;
+            else if (!strcmp(name, "dtype")) dtype_o = v;
+            else if (!strcmp(name, "copy")) copy = PyObject_IsTrue(v);
+            else if (strcmp(name, "non_blocking") && strcmp(name, "memory_format"))
+                return PyErr_Format(PyExc_TypeError, "to() got an unexpected keyword argument '%s'", name);
+        }
+    }
+    if (dtype_o && dtype_o != Py_None) {
+        if (ampc_py_dtype(dtype_o, &dtype, "to") < 0) return NULL;
+    }
+    if (ampc_py_device(device_o, device, &device, "to") < 0) return NULL;
+    return convert(self, dtype, device, copy, "to");
+}
+
+static PyObject *t_cpu(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return convert(self, AMPC_DTYPE_UNDEFINED, ampc_cpu_device(), 0, "cpu");
+}
+
+static PyObject *t_cuda(PyObject *self, PyObject *args, PyObject *kwargs) {
+    KW("device", "non_blocking", "memory_format");
+    PyObject *dev_o = Py_None, *nb = NULL, *mf = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOO:cuda", kwlist, &dev_o, &nb, &mf)) return NULL;
+    ampc_device dflt = {AMPC_CUDA, 0}, dev;
+    if (ampc_py_device(dev_o, dflt, &dev, "cuda") < 0) return NULL;
+    if (dev.type != AMPC_CUDA) return PyErr_Format(PyExc_RuntimeError, "Invalid device, must be cuda device");
+    return convert(self, AMPC_DTYPE_UNDEFINED, dev, 0, "cuda");
+}
+
+#define DEFINE_CAST_METHOD(name, DT) \
+    static PyObject *t_##name(PyObject *self, PyObject *args, PyObject *kwargs) { \
+        return convert(self, DT, SELF_T(self)->device, 0, #name); \
+    }
+DEFINE_CAST_METHOD(float, AMPC_FLOAT32)
+DEFINE_CAST_METHOD(half, AMPC_FLOAT16)
+DEFINE_CAST_METHOD(bfloat16, AMPC_BFLOAT16)
+DEFINE_CAST_METHOD(double, AMPC_FLOAT64)
+DEFINE_CAST_METHOD(long, AMPC_INT64)
+DEFINE_CAST_METHOD(int, AMPC_INT32)
+DEFINE_CAST_METHOD(byte, AMPC_UINT8)
+DEFINE_CAST_METHOD(bool, AMPC_BOOL)
+
+static PyObject *t_type_as(PyObject *self, PyObject *other) {
+    ampc_tensor *o = ampc_py_unwrap(other, "type_as", "other");
+    return o ? convert(self, o->dtype, o->device, 0, "type_as") : NULL;
+}
+
+/* ------------------------------------------------------------------ copies and fills */
+
+static PyObject *t_copy_(PyObject *self, PyObject *args, PyObject *kwargs) {
+    KW("src", "non_blocking");
+    PyObject *src_o, *nb = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:copy_", kwlist, &src_o, &nb)) return NULL;
+    ampc_tensor *src = ampc_py_unwrap(src_o, "copy_", "src");
+    if (!src) return NULL;
+    return inplace_result(self, ampc_copy_(SELF_T(self), src));
+}
+
+static PyObject *t_fill_(PyObject *self, PyObject *value) {
+    ampc_scalar s;
+    if (AmpcTensor_Check(value)) {
+        ampc_tensor *v = SELF_T(value);
+        if (v->ndim != 0)
+            return PyErr_Format(PyExc_RuntimeError,
+                                "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.", v->ndim);
+        if (ampc_py_check(ampc_get_scalar(v, 0, &s)) < 0) return NULL;
+    } else if (ampc_py_scalar(value, &s, "fill_", "value") < 0) {
+        return NULL;
+    }
+    return inplace_result(self, ampc_fill_(SELF_T(self), s));
+}
+
+static PyObject *t_zero_(PyObject *self, PyObject *unused) { return inplace_result(self, ampc_zero_(SELF_T(self))); }
+
+/* ------------------------------------------------------------------ new_* */
+
+/* Parses (size..., dtype=None, device=None, requires_grad=False) with self's dtype and device as
+ * defaults; `fill` receives the fill value for new_full. */
+static int parse_new_args(PyObject *self, PyObject *args, PyObject *kwargs, const char *op, int with_fill,
+                          int64_t *shape, int *nd, PyObject **fill, ampc_dtype *dtype, ampc_device *device,
+                          int *requires_grad) {
+    PyObject *size_kw = NULL, *dtype_o = NULL, *device_o = NULL, *rg = NULL;
+    if (kwargs) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwargs, &pos, &k, &v)) {
+            const char *name = PyUnicode_AsUTF8(k);
+            if (!name) return -1;
+            if (!strcmp(name, "size")) size_kw = v;
+            else if (!strcmp(name, "dtype")) dtype_o = v;
+            else if (!strcmp(name, "device")) device_o = v;
+            else if (!strcmp(name, "requires_grad")) rg = v;
+            else if (!strcmp(name, "fill_value") && with_fill) *fill = v;
+            else if (strcmp(name, "layout") && strcmp(name, "pin_memory")) {
+                PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", op, name);
+                return -1;
+            }
+        }
+    }
+    PyObject *size_args = args;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (with_fill && !*fill) {
+        if (n < 2) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument 'fill_value'", op);
+            return -1;
+        }
+        *fill = PyTuple_GET_ITEM(args, n - 1);
+        size_args = PyTuple_GetSlice(args, 0, n - 1);
+        if (!size_args) return -1;
+    } else {
+        Py_INCREF(size_args);
+    }
+    *nd = ampc_py_size_args(size_args, size_kw, shape, op);
+    Py_DECREF(size_args);
+    if (*nd < 0) return -1;
+    ampc_tensor *t = SELF_T(self);
+    *dtype = t->dtype;
+    if (dtype_o && dtype_o != Py_None && ampc_py_dtype(dtype_o, dtype, op) < 0) return -1;
+    if (ampc_py_device(device_o, t->device, device, op) < 0) return -1;
+    *requires_grad = rg ? PyObject_IsTrue(rg) : 0;
+    return *requires_grad < 0 ? -1 : 0;
+}
+
+static PyObject *finish_new(ampc_tensor *t, int requires_grad) {
+    if (t && requires_grad && ampc_py_set_requires_grad(t, 1) < 0) {
+        ampc_tensor_decref(t);
+        return NULL;
+    }
+    return ampc_py_wrap(t);
+}
+
+static PyObject *t_new_empty(PyObject *self, PyObject *args, PyObject *kwargs) {
+    int64_t shape[AMPC_MAX_DIMS];
+    int nd, rg;
+    ampc_dtype dt;
+    ampc_device dev;
+    if (parse_new_args(self, args, kwargs, "new_empty", 0, shape, &nd, NULL, &dt, &dev, &rg) < 0) return NULL;
+    return finish_new(ampc_empty(nd, shape, dt, dev), rg);
+}
+
+static PyObject *t_new_zeros(PyObject *self, PyObject *args, PyObject *kwargs) {
+    int64_t shape[AMPC_MAX_DIMS];
+    int nd, rg;
+    ampc_dtype dt;
+    ampc_device dev;
+    if (parse_new_args(self, args, kwargs, "new_zeros", 0, shape, &nd, NULL, &dt, &dev, &rg) < 0) return NULL;
+    return finish_new(ampc_zeros(nd, shape, dt, dev), rg);
+}
+
+static PyObject *t_new_ones(PyObject *self, PyObject *args, PyObject *kwargs) {
+    int64_t shape[AMPC_MAX_DIMS];
+    int nd, rg;
+    ampc_dtype dt;
+    ampc_device dev;
+    if (parse_new_args(self, args, kwargs, "new_ones", 0, shape, &nd, NULL, &dt, &dev, &rg) < 0) return NULL;
+    return finish_new(ampc_full(nd, shape, ampc_scalar_int(1), dt, dev), rg);
+}
+
+static PyObject *t_new_full(PyObject *self, PyObject *args, PyObject *kwargs) {
+    int64_t shape[AMPC_MAX_DIMS];
+    int nd, rg;
+    ampc_dtype dt;
+    ampc_device dev;
+    PyObject *fill = NULL;
+    ampc_scalar s;
+    if (parse_new_args(self, args, kwargs, "new_full", 1, shape, &nd, &fill, &dt, &dev, &rg) < 0) return NULL;
+    if (ampc_py_scalar(fill, &s, "new_full", "fill_value") < 0) return NULL;
+    return finish_new(ampc_full(nd, shape, s, dt, dev), rg);
+}
+
+static PyObject *t_new_tensor(PyObject *self, PyObject *args, PyObject *kwargs) {
+    KW("data", "dtype", "device", "requires_grad");
+    PyObject *data, *dtype_o = Py_None, *device_o = Py_None;
+    int rg = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOp:new_tensor", kwlist, &data, &dtype_o, &device_o, &rg))
+        return NULL;
+    ampc_tensor *t = SELF_T(self);
+    ampc_dtype dt = t->dtype;
+    ampc_device dev;
+    if (dtype_o != Py_None && ampc_py_dtype(dtype_o, &dt, "new_tensor") < 0) return NULL;
+    if (ampc_py_device(device_o, t->device, &dev, "new_tensor") < 0) return NULL;
+    return ampc_py_tensor_from_data(data, dt, dev, rg);
+}
+
+/* ------------------------------------------------------------------ Python values */
+
+static PyObject *list_from(const ampc_tensor *host, int dim, int64_t *pos) {
+    if (dim == host->ndim) return ampc_py_element(host, (*pos)++);
+    PyObject *list = PyList_New(host->shape[dim]);
+    for (int64_t i = 0; list && i < host->shape[dim]; i++) {
+        PyObject *v = list_from(host, dim + 1, pos);
+        if (!v) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, v);
+    }
+    return list;
+}
+
+static PyObject *t_tolist(PyObject *self, PyObject *unused) {
+    ampc_tensor *h = ampc_py_host_contiguous(SELF_T(self));
+    if (!h) return ampc_py_raise();
+    int64_t pos = 0;
+    PyObject *r = list_from(h, 0, &pos);
+    ampc_tensor_decref(h);
+    return r;
+}
+
+static PyObject *t_format(PyObject *self, PyObject *spec) {
+    if (SELF_T(self)->ndim == 0) {
+        PyObject *v = ampc_py_tensor_item(self, NULL);
+        if (!v) return NULL;
+        PyObject *r = PyObject_Format(v, spec);
+        Py_DECREF(v);
+        return r;
+    }
+    if (PyUnicode_Check(spec) && PyUnicode_GET_LENGTH(spec) == 0) return PyObject_Str(self);
+    return PyErr_Format(PyExc_TypeError, "unsupported format string passed to Tensor.__format__");
+}
+
+/* deepcopy: a detached copy of the data, the same subclass, requires_grad and attributes. */
+static PyObject *t_deepcopy(PyObject *self, PyObject *memo) {
+    ampc_tensor *t = SELF_T(self);
+    ampc_tensor *c = ampc_clone(t);
+    if (!c) return ampc_py_raise();
+    c->requires_grad = t->requires_grad;
+    PyObject *r = ampc_py_wrap_as(Py_TYPE(self), c);
+    if (!r) return NULL;
+    PyObject *key = PyLong_FromVoidPtr(self);
+    if (!key || (PyDict_Check(memo) && PyDict_SetItem(memo, key, r) < 0)) goto fail;
+    Py_CLEAR(key);
+    PyObject *dict = ((AmpcTensorObject *)self)->dict;
+    if (dict && PyDict_GET_SIZE(dict)) {
+        PyObject *copy_mod = PyImport_ImportModule("copy");
+        PyObject *d = copy_mod ? PyObject_CallMethod(copy_mod, "deepcopy", "OO", dict, memo) : NULL;
+        Py_XDECREF(copy_mod);
+        if (!d) goto fail;
+        Py_XSETREF(((AmpcTensorObject *)r)->dict, d);
+    }
+    return r;
+fail:
+    Py_XDECREF(key);
+    Py_DECREF(r);
+    return NULL;
+}
+
+/* Pickling (DataLoader workers, copy.copy): the class, the bytes of a contiguous CPU copy, the
+ * dtype name, the shape, the device string and requires_grad; attributes go in the state. */
+static PyObject *t_reduce_ex(PyObject *self, PyObject *protocol) {
+    ampc_tensor *t = SELF_T(self);
+    ampc_tensor *h = ampc_py_host_contiguous(t);
+    if (!h) return ampc_py_raise();
+    PyObject *bytes = PyBytes_FromStringAndSize((const char *)ampc_data_ptr(h), (Py_ssize_t)ampc_nbytes(h));
+    ampc_tensor_decref(h);
+    if (!bytes) return NULL;
+    char dev[32];
+    PyObject *shape = ampc_py_size_object(t->ndim, t->shape);
+    PyObject *mod = PyImport_ImportModule("ampc._C");
+    PyObject *fn = mod ? PyObject_GetAttrString(mod, "_rebuild_tensor") : NULL;
+    Py_XDECREF(mod);
+    PyObject *dict = ((AmpcTensorObject *)self)->dict;
+    PyObject *r = NULL;
+    if (shape && fn)
+        r = Py_BuildValue("(O(OOsOsO)O)", fn, (PyObject *)Py_TYPE(self), bytes, ampc_dtype_name(t->dtype), shape,
+                          ampc_device_str(t->device, dev, sizeof dev), t->requires_grad ? Py_True : Py_False,
+                          dict && PyDict_GET_SIZE(dict) ? dict : Py_None);
+    Py_XDECREF(fn);
+    Py_XDECREF(shape);
+    Py_DECREF(bytes);
+    return r;
+}
+
+static PyObject *rebuild_tensor(PyObject *unused, PyObject *args) {
+    PyObject *cls, *bytes, *shape_o, *rg;
+    const char *dtype_name, *dev_name;
+    if (!PyArg_ParseTuple(args, "OSsOsO:_rebuild_tensor", &cls, &bytes, &dtype_name, &shape_o, &dev_name, &rg)) return NULL;
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &AmpcTensor_Type))
+        return PyErr_Format(PyExc_TypeError, "_rebuild_tensor(): cls must be a subclass of ampc.Tensor");
+    int dt = 0;
+    while (dt < AMPC_NUM_DTYPES && strcmp(ampc_dtype_name((ampc_dtype)dt), dtype_name)) dt++;
+    if (dt == AMPC_NUM_DTYPES) return PyErr_Format(PyExc_ValueError, "_rebuild_tensor(): unknown dtype '%s'", dtype_name);
+    int64_t shape[AMPC_MAX_DIMS];
+    int nd = ampc_py_int_list(shape_o, shape, AMPC_MAX_DIMS, "_rebuild_tensor", "shape");
+    if (nd < 0) return NULL;
+    PyObject *dev_str = PyUnicode_FromString(dev_name);
+    ampc_device dev;
+    int bad = !dev_str || ampc_py_device(dev_str, ampc_cpu_device(), &dev, "_rebuild_tensor") < 0;
+    Py_XDECREF(dev_str);
+    if (bad) return NULL;
+    ampc_tensor *h = ampc_empty(nd, shape, (ampc_dtype)dt, ampc_cpu_device());
+    if (!h) return ampc_py_raise();
+    if ((size_t)PyBytes_GET_SIZE(bytes) != ampc_nbytes(h)) {
+        ampc_tensor_decref(h);
+        return PyErr_Format(PyExc_ValueError, "_rebuild_tensor(): data has the wrong size");
+    }
+    memcpy(ampc_data_ptr(h), PyBytes_AS_STRING(bytes), ampc_nbytes(h));
+    ampc_tensor *t = h;
+    if (dev.type != AMPC_CPU) {
+        t = ampc_to(h, AMPC_DTYPE_UNDEFINED, dev, false);
+        ampc_tensor_decref(h);
+        if (!t) return ampc_py_raise();
+    }
+    if (PyObject_IsTrue(rg) && ampc_py_set_requires_grad(t, 1) < 0) {
+        ampc_tensor_decref(t);
+        return NULL;
+    }
+    return ampc_py_wrap_as((PyTypeObject *)cls, t);
+}
+
+PyMethodDef ampc_py_module_methods_tensor[] = {
+    {"_rebuild_tensor", rebuild_tensor, METH_VARARGS, "unpickles a Tensor (see Tensor.__reduce_ex__)"},
+    {NULL, NULL, 0, NULL},
+};
+
+#define VA (METH_VARARGS | METH_KEYWORDS)
+
+PyMethodDef ampc_py_tensor_methods_core[] = {
+    /* shape queries */
+    {"size", METHOD(t_size), VA, "size(dim=None): the shape, or the size of one dim"},
+    {"stride", METHOD(t_stride), VA, "stride(dim=None): strides in elements"},
+    {"dim", t_dim, METH_NOARGS, NULL},
+    {"ndimension", t_dim, METH_NOARGS, NULL},
+    {"numel", t_numel, METH_NOARGS, NULL},
+    {"nelement", t_numel, METH_NOARGS, NULL},
+    {"element_size", t_element_size, METH_NOARGS, NULL},
+    {"storage_offset", t_storage_offset, METH_NOARGS, NULL},
+    {"is_contiguous", METHOD(t_is_contiguous), VA, NULL},
+    {"is_floating_point", t_is_floating_point, METH_NOARGS, NULL},
+    {"is_complex", t_is_complex, METH_NOARGS, NULL},
+    {"is_signed", t_is_signed, METH_NOARGS, NULL},
+    {"data_ptr", t_data_ptr, METH_NOARGS, NULL},
+    {"get_device", t_get_device, METH_NOARGS, NULL},
+    /* views */
+    {"view", t_view, METH_VARARGS, "view(*shape): same memory, new shape (-1 inferred once)"},
+    {"view_as", t_view_as, METH_O, NULL},
+    {"reshape", t_reshape, METH_VARARGS, "reshape(*shape): a view when possible, else a copy"},
+    {"reshape_as", t_reshape_as, METH_O, NULL},
+    {"expand", t_expand, METH_VARARGS, NULL},
+    {"expand_as", t_expand_as, METH_O, NULL},
+    {"permute", t_permute, METH_VARARGS, NULL},
+    {"flatten", METHOD(t_flatten), VA, NULL},
+    {"transpose", METHOD(t_transpose), VA, NULL},
+    {"swapaxes", METHOD(t_transpose), VA, NULL},
+    {"swapdims", METHOD(t_transpose), VA, NULL},
+    {"t", t_t, METH_NOARGS, NULL},
+    {"unsqueeze", METHOD(t_unsqueeze), VA, NULL},
+    {"squeeze", METHOD(t_squeeze), VA, NULL},
+    {"narrow", METHOD(t_narrow), VA, NULL},
+    {"contiguous", METHOD(t_contiguous), VA, NULL},
+    {"clone", METHOD(t_clone), VA, NULL},
+    {"detach", t_detach, METH_NOARGS, "the same memory without autograd history"},
+    {"detach_", t_detach_, METH_NOARGS, NULL},
+    /* dtype and device */
+    {"to", METHOD(t_to), VA, "to(device=None, dtype=None, non_blocking=False, copy=False)"},
+    {"cpu", METHOD(t_cpu), VA, NULL},
+    {"cuda", METHOD(t_cuda), VA, NULL},
+    {"float", METHOD(t_float), VA, NULL},
+    {"half", METHOD(t_half), VA, NULL},
+    {"bfloat16", METHOD(t_bfloat16), VA, NULL},
+    {"double", METHOD(t_double), VA, NULL},
+    {"long", METHOD(t_long), VA, NULL},
+    {"int", METHOD(t_int), VA, NULL},
+    {"byte", METHOD(t_byte), VA, NULL},
+    {"bool", METHOD(t_bool), VA, NULL},
+    {"type_as", t_type_as, METH_O, NULL},
+    /* copies and fills */
+    {"copy_", METHOD(t_copy_), VA, NULL},
+    {"fill_", t_fill_, METH_O, NULL},
+    {"zero_", t_zero_, METH_NOARGS, NULL},
+    {"new_empty", METHOD(t_new_empty), VA, NULL},
+    {"new_zeros", METHOD(t_new_zeros), VA, NULL},
+    {"new_ones", METHOD(t_new_ones), VA, NULL},
+    {"new_full", METHOD(t_new_full), VA, NULL},
+    {"new_tensor", METHOD(t_new_tensor), VA, NULL},
+    /* Python values */
+    {"item", ampc_py_tensor_item, METH_NOARGS, "the value of a one-element tensor as a Python number"},
+    {"tolist", t_tolist, METH_NOARGS, NULL},
+    {"__format__", t_format, METH_O, NULL},
+    {"__deepcopy__", t_deepcopy, METH_O, NULL},
+    {"__reduce_ex__", t_reduce_ex, METH_O, NULL},
+    {NULL, NULL, 0, NULL},
+};

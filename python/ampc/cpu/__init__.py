@@ -1,0 +1,2 @@
+"""ampc.cpu: CPU namespace (ampc.cpu.amp)."""
+from . import amp  # noqa: F401

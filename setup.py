@@ -99,6 +99,12 @@ class AmpcBuildExt(build_ext):
     """Compiles C sources in parallel and only when they (or any header) changed, then .cu
     files with nvcc, then links one shared object."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        # Objects of a CUDA build and a CPU-only build differ (AMPC_WITH_CUDA): keep them apart so
+        # switching AMPC_CUDA never links stale objects.
+        self.build_temp = os.path.join(self.build_temp, "cuda" if CUDA_HOME else "cpu")
+
     def build_extension(self, ext):
         self._compile_cuda(ext)
         compiler = self.compiler

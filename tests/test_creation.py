@@ -45,6 +45,7 @@ DATA = [
 
 
 @pytest.mark.parametrize("data", DATA, ids=[repr(d)[:40] for d in DATA])
+@pytest.mark.filterwarnings("ignore:Creating a tensor from a list of numpy")
 def test_tensor_infers_like_torch(data):
     same(ampc.tensor(data), torch.tensor(data))
 

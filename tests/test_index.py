@@ -156,10 +156,11 @@ def test_index_tensor_kinds():
     # an ampc uint8 tensor is a mask (PyTorch's legacy byte masks)
     check_equal(t[ampc.tensor([1, 0, 1, 1], dtype=ampc.uint8)], arr[MASK0])
     # 0-dim tensors: an integer indexes like an int (a view), a bool adds a dim
-    r = t[ampc.tensor(2)]
+    r = t.clone()[ampc.tensor(2)]
     check_equal(r, arr[2])
-    r.fill_(0.0)
-    assert as_np(t)[2].sum() == 0
+    u = t.clone()
+    u[ampc.tensor(2)].fill_(0.0)  # a view
+    assert as_np(u)[2].sum() == 0
     check_equal(t[ampc.tensor(True)], arr[None])
     check_equal(t[ampc.tensor(False)], arr[None][:0])
     check_equal(t[np.int64(1), np.int32(2)], arr[1, 2])
@@ -172,7 +173,8 @@ def test_zero_size_indexing():
     assert tuple(t[:, ampc.tensor([True, False, True])].shape) == (0, 2)
     e = ampc.zeros(3, 0)
     assert tuple(e[[0, 2]].shape) == (2, 0)
-    assert tuple(e[ampc.tensor([5, 7])].shape) == (2, 0) or True  # index bounds are checked only on real elements
+    # like PyTorch: the result has no elements, so no index is read or checked
+    assert tuple(e[ampc.tensor([5, 7])].shape) == (2, 0)
     x = ampc.tensor(3.5)
     check_equal(x[...], np.array(3.5, dtype=np.float32))
     check_equal(x[None], np.array([3.5], dtype=np.float32))
@@ -192,35 +194,29 @@ def test_large_gather_path():
 
 # ---------------------------------------------------------------- setitem
 
-SET_KEYS = [k for k in ALL_KEYS if not (isinstance(k, list) and len(k) > 0 and k[0] == 3 and len(k) == 3)]  # no repeats
-
-
-@pytest.mark.parametrize("key", SET_KEYS, ids=[repr(k)[:40] for k in SET_KEYS])
+@pytest.mark.parametrize("key", ALL_KEYS, ids=[repr(k)[:40] for k in ALL_KEYS])
 def test_setitem_matches_numpy(key):
     for dtype in (ampc.float32, ampc.bfloat16, ampc.int32, ampc.bool):
         arr = values(SHAPE, dtype)
         shape = arr[key].shape
         src = values(shape, dtype)
-        for name, t in layouts(arr, dtype):
-            # a Python number
-            t1 = t.clone() if name == "contiguous" else t
-            base = as_np(t1).copy()
-            num = True if dtype == ampc.bool else 3
-            t1[key] = num
-            base[key] = num
-            check_equal(t1, base)
-            # a tensor of the result's shape
-            t2 = ampc.tensor(arr, dtype=dtype)
+        num = True if dtype == ampc.bool else 3
+        # the destination in every layout: writes go through non-contiguous views too
+        for (name, t1), (_, t2) in zip(layouts(arr, dtype), layouts(arr, dtype)):
+            t1[key] = num  # a Python number
             ref = arr.copy()
-            t2[to_tensor_key(key)] = ampc.tensor(src, dtype=dtype)
+            ref[key] = num
+            check_equal(t1, ref)
+            t2[to_tensor_key(key)] = ampc.tensor(src, dtype=dtype)  # a tensor of the result's shape
+            ref = arr.copy()
             ref[key] = src
             check_equal(t2, ref)
-        # a broadcast tensor of another dtype, with a leading 1
+        # a broadcast tensor of another dtype, with a leading 1 (dropped, as PyTorch does)
         if len(shape) >= 1 and dtype != ampc.bool:
             row = values((1,) + shape[-1:], ampc.float64)
             t3 = ampc.tensor(arr, dtype=dtype)
-            ref = arr.copy()
             t3[key] = ampc.tensor(row)
+            ref = arr.copy()
             ref[key] = row.reshape(shape[-1:]).astype(ref.dtype)
             check_equal(t3, ref)
 
@@ -330,8 +326,13 @@ def test_index_add(dtype):
             src = ampc.tensor(values(tuple(shape), dtype), dtype=dtype)
             idx = ampc.tensor(RNG.integers(-t.shape[dim], t.shape[dim], n))
             alpha = 2 if dtype in (ampc.int64, ampc.int32, ampc.uint8) else 1.5
-            tol = 2e-2 if dtype in (ampc.float16, ampc.bfloat16) else 0
+            # fp16/bf16 round after every add, in an order torch does not promise: compare with
+            # float64 within a few units in the last place of the largest sums
+            tol = {ampc.float16: 0.1, ampc.bfloat16: 1.0}.get(dtype, 0)
             ref = tt(t).index_add(dim, tt(idx) % t.shape[dim], tt(src), alpha=alpha)
+            if tol:
+                ref = tt(t).double().index_add(dim, tt(idx) % t.shape[dim], tt(src).double(), alpha=alpha)
+                ref = ref.to(TORCH_DTYPE[dtype])
             check_torch(t.index_add(dim, idx, src, alpha=alpha), ref, tol)
             check_torch(ampc.index_add(t, dim, idx, src, alpha=alpha), ref, tol)
             u = t.clone()
@@ -368,10 +369,11 @@ def test_index_put(dtype):
             check_torch(t.index_put((i0, i1), v, acc), ref, tol)
             check_torch(ampc.index_put(t, (i0, i1), v, accumulate=acc), ref, tol)
         u = t.clone()
-        u.index_put_((None, ampc.tensor([0, 2])), ampc.tensor(values((1,), dtype), dtype=dtype))
-        ref = tt(t)
-        ref[:, [0, 2]] = tt(ampc.tensor(values((1,), dtype), dtype=dtype)) * 0 + tt(u)[0, 0]
-        check_torch(u, ref)
+        v1 = values((1,), dtype)
+        u.index_put_((None, ampc.tensor([0, 2])), ampc.tensor(v1, dtype=dtype))  # None: a full slice
+        ref = as_np(t).copy()
+        ref[:, [0, 2]] = v1
+        check_equal(u, ref)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -634,3 +636,37 @@ def test_failed_writes_leave_tensor_unchanged():
     check_equal(t, as_np(X))
     with pytest.raises(TypeError, match="does not support item deletion"):
         del t[0]
+
+
+# ---------------------------------------------------------------- gradients, against torch
+
+GRAD_CASES = {
+    "index": lambda L, x: [x[L.tensor([2, 0, 2])], x[L.tensor([[1], [0]]), L.tensor([3, 3, 0])]],
+    "mask": lambda L, x: [x[L.tensor(np.arange(12).reshape(3, 4) % 3 == 0)]],
+    "index_select": lambda L, x: [x.index_select(1, L.tensor([3, 3, 1]))],
+    "gather": lambda L, x: [x.gather(0, L.tensor([[2, 0, 0, 1], [2, 2, 1, 0]]))],
+    "scatter_add": lambda L, x: [L.zeros(3, 4).scatter_add(0, L.tensor([[2, 0, 0, 1], [1, 1, 1, 1], [0, 2, 0, 2]]), x)],
+    "index_add": lambda L, x: [L.zeros(2, 4).index_add(0, L.tensor([1, 1, 0]), x, alpha=3.0)],
+    "index_put": lambda L, x: [L.zeros(3, 4).index_put((L.tensor([0, 2]),), x.index_select(0, L.tensor([1])), True),
+                               x.index_put((L.tensor([1, 1]), L.tensor([0, 3])), L.zeros(2), accumulate=False)],
+    "masked_fill": lambda L, x: [x.masked_fill(L.tensor([True, False, False, True]), 0.5)],
+    "cat": lambda L, x: [L.cat([x, x.index_select(0, L.tensor([1])), L.zeros(0)], 0)],
+    "stack": lambda L, x: [L.stack([x, x], 2)],
+    "split": lambda L, x: list(x.split([1, 3], 1)),
+    "chunk": lambda L, x: [x.chunk(2, 0)[1]],
+    "unbind": lambda L, x: list(x.unbind(0))[::2],
+}
+
+
+@pytest.mark.parametrize("case", list(GRAD_CASES))
+def test_gradients_match_torch(case):
+    arr = values((3, 4), ampc.float32).astype(np.float32)
+    grads = []
+    for lib in (ampc, torch):
+        x = lib.tensor(arr, requires_grad=True)
+        outs = GRAD_CASES[case](lib, x)
+        for i, o in enumerate(outs):
+            g = np.arange(np.prod(tuple(o.shape)), dtype=np.float32).reshape(tuple(o.shape)) + i
+            o.backward(lib.tensor(g))
+        grads.append(np.array(x.grad.tolist(), dtype=np.float32))
+    np.testing.assert_array_equal(grads[0], grads[1])

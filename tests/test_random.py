@@ -380,3 +380,12 @@ def test_zero_size_requests_draw_nothing():
     ampc.empty(4, 0).normal_()
     ampc.randint(3, (0,))
     np.testing.assert_array_equal(before, ampc.random.get_rng_state().numpy())
+
+
+def test_in_place_fill_of_a_leaf_that_requires_grad():
+    w = ampc.rand(3, requires_grad=True)
+    for fill in (w.uniform_, w.normal_, w.bernoulli_, lambda: w.random_(0, 5)):
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+            fill()
+    d = ampc.rand(3, requires_grad=True).detach()
+    assert d.uniform_(2, 3).numpy().min() >= 2

@@ -155,7 +155,11 @@ void ampc_node_incref(ampc_node *n) {
     if (n) n->refcount++;
 }
 
+static void release_saved(ampc_node *n);
+static const ampc_grad_rule copy_slices_rule;
+
 static void release_saved(ampc_node *n) {
+    if (n->rule == &copy_slices_rule) release_saved(*(ampc_node **)n->ctx); /* the op inside CopySlices */
     for (int i = 0; i < n->n_saved; i++) {
         ampc_tensor_decref(n->saved[i].unpacked);
         ampc_tensor_decref(n->saved[i].tensor);
@@ -241,6 +245,12 @@ ampc_edge ampc_gradient_edge(ampc_tensor *t) {
     return e;
 }
 
+/* A tensor over t's memory that references neither t nor t's base (ampc_alias would keep the
+ * base alive through view_base): what a node saves of its own outputs. */
+static ampc_tensor *detached_alias(const ampc_tensor *t) {
+    return ampc_tensor_from_storage(t->storage, t->offset, t->ndim, t->shape, t->strides, t->dtype);
+}
+
 /* Moves t's retain_grad entry from the node it was on to `to` (in-place ops rebase history). */
 static void move_retain_hook(ampc_tensor *t, ampc_node *from, ampc_node *to, int output_nr) {
     for (ampc_hook **p = &from->hooks; *p; p = &(*p)->next)
@@ -254,17 +264,11 @@ static void move_retain_hook(ampc_tensor *t, ampc_node *from, ampc_node *to, int
         }
 }
 
-ampc_node *ampc_autograd_record(const ampc_grad_rule *rule, int n_inputs, const ampc_tensor *const *inputs,
-                                int n_outputs, ampc_tensor *const *outputs, int n_saved,
-                                const ampc_tensor *const *saved, const ampc_node_attrs *attrs) {
-    for (int k = 0; k < n_outputs; k++)
-        if (outputs[k] && outputs[k]->requires_grad && !outputs[k]->grad_fn)
-            for (int i = 0; i < n_inputs; i++)
-                if (inputs[i] == outputs[k]) {
-                    ampc_set_error(AMPC_E_RUNTIME,
-                                   "a leaf Variable that requires grad is being used in an in-place operation.");
-                    return NULL;
-                }
+/* The node of a recording, with its edges, metadata and saved tensors, not yet attached to the
+ * outputs. */
+static ampc_node *build_node(const ampc_grad_rule *rule, int n_inputs, const ampc_tensor *const *inputs,
+                             int n_outputs, ampc_tensor *const *outputs, int n_saved, const ampc_tensor *const *saved,
+                             const ampc_node_attrs *attrs) {
     ampc_node *n = node_alloc(n_inputs, n_outputs, n_saved);
     if (!n) return NULL;
     n->rule = rule;
@@ -295,14 +299,13 @@ ampc_node *ampc_autograd_record(const ampc_grad_rule *rule, int n_inputs, const 
                 sv->output_nr = k;
             }
         if (sv->is_output) {
-            sv->tensor = ampc_alias(t); /* no grad_fn: the node must not own its own output */
+            sv->tensor = detached_alias(t); /* the node must not own its own output: no cycle */
             if (!sv->tensor) goto fail;
         } else {
             ampc_tensor_incref((ampc_tensor *)t);
             sv->tensor = (ampc_tensor *)t;
         }
     }
-    bool attached = false;
     for (int k = 0; k < n_outputs; k++) {
         ampc_tensor *t = outputs[k];
         if (!t) continue;
@@ -310,27 +313,230 @@ ampc_node *ampc_autograd_record(const ampc_grad_rule *rule, int n_inputs, const 
         memcpy(n->out_shape[k], t->shape, sizeof(int64_t) * (size_t)t->ndim);
         n->out_dtype[k] = t->dtype;
         n->out_device[k] = t->device;
-        if (!ampc_dtype_is_floating(t->dtype)) continue; /* indices, masks: never differentiable */
-        ampc_node *old = t->grad_fn;
-        ampc_node_incref(n);
-        t->grad_fn = n;
-        t->output_nr = k;
-        t->requires_grad = true;
-        attached = true;
-        if (old) {
-            if (t->autograd_meta && t->autograd_meta->retains_grad) move_retain_hook(t, old, n, k);
-            ampc_node_decref(old);
-        }
     }
-    if (!attached) {
-        ampc_set_error(AMPC_E_RUNTIME, "%s: autograd_record needs a floating-point output", ampc_node_name(n));
-        goto fail;
-    }
-    ampc_node_decref(n); /* the outputs own it now */
     return n;
 fail:
     ampc_node_decref(n);
     return NULL;
+}
+
+/* Makes n the grad_fn of t (output k), rebasing t's history if it had one. */
+static void attach(ampc_node *n, ampc_tensor *t, int k) {
+    ampc_node *old = t->grad_fn;
+    ampc_node_incref(n);
+    t->grad_fn = n;
+    t->output_nr = k;
+    t->requires_grad = true;
+    if (old) {
+        if (t->autograd_meta && t->autograd_meta->retains_grad) move_retain_hook(t, old, n, k);
+        ampc_node_decref(old);
+    }
+}
+
+/* ------------------------------------------------------------------ in-place ops on views
+ *
+ * `v = base[...]; v.mul_(w)` changes base too, so base's history must include the op (PyTorch's
+ * CopySlices): base gets a CopySlices node whose backward runs the op's rule on the slice of the
+ * gradient that v covers and passes the rest through, and v gets an AsStridedBackward0 node
+ * that reads its gradient from base's. Supported for contiguous bases (fresh tensors: the common
+ * case of building a tensor by slice assignment); second order through it is not. */
+
+typedef struct copy_slices_ctx {
+    ampc_node *fn; /* the in-place op's own node: its rule, saved tensors and input metadata */
+    int ndim;      /* where v sits inside base, in base's contiguous layout */
+    int64_t shape[AMPC_MAX_DIMS], strides[AMPC_MAX_DIMS], offset;
+} copy_slices_ctx;
+
+static void copy_slices_release(void *ctx) {
+    copy_slices_ctx *cs = (copy_slices_ctx *)ctx;
+    ampc_node_decref(cs->fn);
+    free(cs);
+}
+
+/* The region of v inside a contiguous tensor shaped like base. */
+static ampc_tensor *region_of(const copy_slices_ctx *cs, const ampc_tensor *base_like) {
+    return ampc_as_strided(base_like, cs->ndim, cs->shape, cs->strides, base_like->offset + cs->offset);
+}
+
+/* g (shaped like v) summed/cast to the op's input 0 and written into the region; NULL g: zeros */
+static ampc_status write_region(const copy_slices_ctx *cs, ampc_tensor *result, ampc_tensor *g) {
+    ampc_tensor *region = region_of(cs, result);
+    if (!region) return ampc_last_status();
+    ampc_status st = g ? ampc_copy_(region, g) : ampc_zero_(region);
+    ampc_tensor_decref(region);
+    return st;
+}
+
+static ampc_status copy_slices_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    copy_slices_ctx *cs = (copy_slices_ctx *)n->ctx;
+    ampc_node *fn = cs->fn;
+    bool prev = ampc_grad_mode_pause();
+    ampc_status st = AMPC_OK;
+    ampc_tensor *result = ampc_clone(go[0]); /* contiguous, shaped like base */
+    ampc_tensor *region = result ? region_of(cs, result) : NULL;
+    ampc_tensor *gv = region ? ampc_clone(region) : NULL;
+    ampc_tensor_decref(region);
+    ampc_tensor **fgi = (ampc_tensor **)calloc((size_t)fn->n_inputs, sizeof *fgi);
+    if (!gv || !fgi) st = fgi ? ampc_last_status() : ampc_set_error(AMPC_E_NOMEM, "backward: out of host memory");
+    if (st == AMPC_OK) {
+        bool needs0 = fn->needs_input_grad[0];
+        fn->needs_input_grad[0] = n->needs_input_grad[0];
+        for (int j = 1; j < fn->n_inputs; j++) fn->needs_input_grad[j] = n->needs_input_grad[j];
+        ampc_node *prev_running = running_node;
+        running_node = fn;
+        st = fn->rule->backward(fn, &gv, fgi);
+        running_node = prev_running;
+        fn->needs_input_grad[0] = needs0;
+    }
+    if (st == AMPC_OK && n->needs_input_grad[0]) {
+        ampc_tensor *g0 = fgi[0] ? ampc_sum_to_shape(fgi[0], fn->in_ndim[0], fn->in_shape[0]) : NULL;
+        if (fgi[0] && !g0) st = ampc_last_status();
+        if (st == AMPC_OK) st = write_region(cs, result, g0);
+        ampc_tensor_decref(g0);
+        if (st == AMPC_OK) {
+            gi[0] = result;
+            result = NULL;
+        }
+    }
+    for (int j = 1; j < n->n_inputs && fgi; j++) {
+        if (st == AMPC_OK) gi[j] = fgi[j];
+        else ampc_tensor_decref(fgi[j]);
+        fgi[j] = NULL;
+    }
+    if (fgi) ampc_tensor_decref(fgi[0]);
+    free(fgi);
+    ampc_tensor_decref(gv);
+    ampc_tensor_decref(result);
+    ampc_grad_mode_restore(prev);
+    return st;
+}
+
+static ampc_status as_strided_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    /* v's gradient placed where v sits in zeros shaped like base */
+    const copy_slices_ctx *cs = (const copy_slices_ctx *)n->ctx;
+    bool prev = ampc_grad_mode_pause();
+    ampc_tensor *z = ampc_zeros(n->in_ndim[0], n->in_shape[0], n->in_dtype[0], n->in_device[0]);
+    ampc_status st = z ? write_region(cs, z, go[0]) : ampc_last_status();
+    ampc_grad_mode_restore(prev);
+    if (st != AMPC_OK) {
+        ampc_tensor_decref(z);
+        return st;
+    }
+    gi[0] = z;
+    return AMPC_OK;
+}
+
+static const ampc_grad_rule copy_slices_rule = {"CopySlices", copy_slices_backward},
+                            as_strided_rule = {"AsStridedBackward0", as_strided_backward};
+
+static ampc_node *record_on_view(const ampc_grad_rule *rule, int n_inputs, const ampc_tensor *const *inputs,
+                                 ampc_tensor *v, int n_saved, const ampc_tensor *const *saved,
+                                 const ampc_node_attrs *attrs) {
+    ampc_tensor *base = v->view_base;
+    if (base->requires_grad && !base->grad_fn) {
+        ampc_set_error(AMPC_E_RUNTIME, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+        return NULL;
+    }
+    if (!ampc_is_contiguous(base) || base->ndim > AMPC_MAX_DIMS) {
+        ampc_set_error(AMPC_E_NOT_IMPLEMENTED,
+                       "%s: an in-place operation on a view of a non-contiguous tensor cannot be differentiated by ampc "
+                       "yet; make the tensor contiguous first or use an out-of-place operation",
+                       rule->name);
+        return NULL;
+    }
+    ampc_node *fn = build_node(rule, n_inputs, inputs, 1, &v, n_saved, saved, attrs);
+    copy_slices_ctx *cs = fn ? (copy_slices_ctx *)calloc(1, sizeof *cs) : NULL;
+    ampc_node *c = cs ? node_alloc(n_inputs, 1, 0) : NULL;
+    ampc_node *vn = c ? node_alloc(1, 1, 0) : NULL;
+    if (!vn) {
+        if (fn && !cs) ampc_set_error(AMPC_E_NOMEM, "autograd: out of host memory");
+        free(cs);
+        ampc_node_decref(c);
+        ampc_node_decref(fn);
+        return NULL;
+    }
+    cs->fn = fn;
+    cs->ndim = v->ndim;
+    memcpy(cs->shape, v->shape, sizeof cs->shape);
+    memcpy(cs->strides, v->strides, sizeof cs->strides);
+    cs->offset = v->offset - base->offset;
+    /* CopySlices: input 0 is base's old history, the others the op's other inputs */
+    c->rule = &copy_slices_rule;
+    c->ctx = cs;
+    c->ctx_release = copy_slices_release;
+    for (int j = 0; j < n_inputs; j++) {
+        const ampc_tensor *t = j == 0 ? base : inputs[j];
+        if (!t) continue;
+        c->in_ndim[j] = t->ndim;
+        memcpy(c->in_shape[j], t->shape, sizeof(int64_t) * (size_t)t->ndim);
+        c->in_dtype[j] = t->dtype;
+        c->in_device[j] = t->device;
+        if (j > 0) { /* the op's own edges move over */
+            c->next[j] = fn->next[j];
+            c->needs_input_grad[j] = fn->needs_input_grad[j];
+            fn->next[j].node = NULL;
+        }
+    }
+    ampc_node_decref(fn->next[0].node); /* v's old history: replaced by base's */
+    fn->next[0].node = NULL;
+    if (base->requires_grad) {
+        c->next[0] = ampc_gradient_edge(base);
+        c->needs_input_grad[0] = true;
+    }
+    c->out_ndim[0] = base->ndim;
+    memcpy(c->out_shape[0], base->shape, sizeof(int64_t) * (size_t)base->ndim);
+    c->out_dtype[0] = base->dtype;
+    c->out_device[0] = base->device;
+    attach(c, base, 0);
+    ampc_node_decref(c);
+    /* v reads its gradient out of base's */
+    vn->rule = &as_strided_rule;
+    vn->ctx = cs; /* borrowed: vn holds c, which owns cs */
+    vn->in_ndim[0] = base->ndim;
+    memcpy(vn->in_shape[0], base->shape, sizeof(int64_t) * (size_t)base->ndim);
+    vn->in_dtype[0] = base->dtype;
+    vn->in_device[0] = base->device;
+    vn->next[0] = ampc_gradient_edge(base);
+    vn->needs_input_grad[0] = true;
+    vn->out_ndim[0] = v->ndim;
+    memcpy(vn->out_shape[0], v->shape, sizeof(int64_t) * (size_t)v->ndim);
+    vn->out_dtype[0] = v->dtype;
+    vn->out_device[0] = v->device;
+    attach(vn, v, 0);
+    ampc_node_decref(vn);
+    return fn;
+}
+
+ampc_node *ampc_autograd_record(const ampc_grad_rule *rule, int n_inputs, const ampc_tensor *const *inputs,
+                                int n_outputs, ampc_tensor *const *outputs, int n_saved,
+                                const ampc_tensor *const *saved, const ampc_node_attrs *attrs) {
+    for (int k = 0; k < n_outputs; k++)
+        if (outputs[k] && outputs[k]->requires_grad && !outputs[k]->grad_fn)
+            for (int i = 0; i < n_inputs; i++)
+                if (inputs[i] == outputs[k]) {
+                    ampc_set_error(AMPC_E_RUNTIME,
+                                   "a leaf Variable that requires grad is being used in an in-place operation.");
+                    return NULL;
+                }
+    /* an in-place op (output 0 is input 0) on a view: base's history must change too */
+    if (n_outputs == 1 && n_inputs >= 1 && inputs[0] && inputs[0] == outputs[0] && outputs[0]->view_base &&
+        ampc_dtype_is_floating(outputs[0]->dtype))
+        return record_on_view(rule, n_inputs, inputs, outputs[0], n_saved, saved, attrs);
+    ampc_node *n = build_node(rule, n_inputs, inputs, n_outputs, outputs, n_saved, saved, attrs);
+    if (!n) return NULL;
+    bool attached = false;
+    for (int k = 0; k < n_outputs; k++) {
+        if (!outputs[k] || !ampc_dtype_is_floating(outputs[k]->dtype)) continue; /* indices, masks */
+        attach(n, outputs[k], k);
+        attached = true;
+    }
+    if (!attached) {
+        ampc_set_error(AMPC_E_RUNTIME, "%s: autograd_record needs a floating-point output", ampc_node_name(n));
+        ampc_node_decref(n);
+        return NULL;
+    }
+    ampc_node_decref(n); /* the outputs own it now */
+    return n;
 }
 
 /* "ExpBackward0" -> "Exp", as PyTorch names a saved tensor's producer in its version error. */
@@ -370,12 +576,12 @@ const ampc_tensor *ampc_node_saved(ampc_node *node, int i) {
         const ampc_node *by = s->is_output ? node : s->tensor->grad_fn;
         if (by) {
             forward_name(ampc_node_name(by), fname, sizeof fname);
-            snprintf(producer, sizeof producer, ", which is output %d of %s",
+            snprintf(producer, sizeof producer, ", which is output %d of %s,",
                      s->is_output ? s->output_nr : s->tensor->output_nr, fname);
         }
         ampc_set_error(AMPC_E_RUNTIME,
                        "one of the variables needed for gradient computation has been modified by an inplace "
-                       "operation: [ampc.%s%s %s]%s, is at version %lld; expected version %lld instead.",
+                       "operation: [ampc.%s%s %s]%s is at version %lld; expected version %lld instead.",
                        s->tensor->device.type == AMPC_CUDA ? "cuda." : "", tensor_type_name(s->tensor), shape,
                        producer, (long long)s->tensor->storage->version, (long long)s->version);
         return NULL;
@@ -385,7 +591,7 @@ const ampc_tensor *ampc_node_saved(ampc_node *node, int i) {
      * engine drops it after the rule, which breaks the node -> tensor -> node cycle. */
     if (s->is_output && running_node == node && ampc_grad_enabled()) {
         if (!s->unpacked) {
-            ampc_tensor *a = ampc_alias(s->tensor);
+            ampc_tensor *a = detached_alias(s->tensor);
             if (!a) return NULL;
             ampc_node_incref(node);
             a->grad_fn = node;
@@ -458,7 +664,9 @@ ampc_status ampc_set_requires_grad(ampc_tensor *t, bool requires_grad) {
 }
 
 ampc_tensor *ampc_detach(const ampc_tensor *t) {
-    ampc_tensor *a = ampc_alias(t); /* a fresh struct: no grad_fn, requires_grad false */
+    /* a fresh struct over the same memory (so the version counter is shared) that is not an
+     * autograd view: in-place ops on it never reach t's history */
+    ampc_tensor *a = detached_alias(t);
     if (a) a->is_wrapped_number = t->is_wrapped_number;
     return a;
 }

@@ -13,7 +13,10 @@
  *        if (n->needs_input_grad[0]) gi[0] = ad_mul(ad_ref(go[0]), ad_saved(n, 1)); // d(a*b)/da = b
  *        return ad_done(n, gi);
  *    Every helper goes through a recording frontend, so rules are differentiable themselves
- *    (create_graph gives second order). */
+ *    (create_graph gives second order).
+ *    C leaves the order of argument evaluation open: never consume a tensor in one argument and
+ *    read or ad_ref it in another argument of the same call; take the extra reference in a
+ *    statement of its own first. */
 #ifndef AMPC_DERIVATIVES_H
 #define AMPC_DERIVATIVES_H
 
@@ -110,7 +113,98 @@ ampc_tensor *ampc_ad_select_backward(const ampc_tensor *g, int ndim, const int64
 /* A differentiable clone (AccumulateGrad's first gradient under create_graph). */
 ampc_tensor *ampc_ad_clone(const ampc_tensor *t);
 
+/* ------------------------------------------------------------------ frontends' recording path
+ *
+ * A differentiable frontend starts with one line,
+ *     if (ampc_any_requires_grad(2, (const ampc_tensor *[]){a, b})) return ampc_ad_binary(op, a, b, alpha);
+ * and ampc_ad_<frontend> (same arguments) calls the frontend again with recording paused (so the
+ * views, casts and copies it makes inside record nothing), then records the one node of the op.
+ * In-place forms first check the leaf rules and keep a copy of the old value when the rule
+ * needs it. */
+
+/* elementwise.c */
+ampc_tensor *ampc_ad_unary(ampc_op op, const ampc_tensor *a);
+ampc_tensor *ampc_ad_gelu(const ampc_tensor *a, bool tanh_approximation);
+ampc_tensor *ampc_ad_softplus(const ampc_tensor *a, double beta, double threshold);
+ampc_tensor *ampc_ad_clamp(const ampc_tensor *a, ampc_scalar min, ampc_scalar max);
+ampc_tensor *ampc_ad_binary(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha);
+ampc_tensor *ampc_ad_where(const ampc_tensor *cond, const ampc_tensor *a, const ampc_tensor *b);
+ampc_status ampc_ad_binary_(ampc_op op, ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha);
+ampc_status ampc_ad_unary_(ampc_op op, ampc_tensor *a);
+ampc_status ampc_ad_clamp_(ampc_tensor *a, ampc_scalar min, ampc_scalar max);
+/* reduce.c */
+ampc_tensor *ampc_ad_reduce(ampc_op op, const ampc_tensor *a, int n_dims, const int64_t *dims, bool keepdim,
+                            ampc_dtype dtype);
+ampc_tensor *ampc_ad_var(const ampc_tensor *a, int n_dims, const int64_t *dims, double correction, bool keepdim,
+                         bool take_sqrt);
+ampc_tensor *ampc_ad_norm(const ampc_tensor *a, double p, int n_dims, const int64_t *dims, bool keepdim);
+ampc_status ampc_ad_max_min_dim(ampc_op op, const ampc_tensor *a, int64_t dim, bool keepdim, ampc_tensor **values,
+                                ampc_tensor **indices);
+ampc_tensor *ampc_ad_cumsum(const ampc_tensor *a, int64_t dim, ampc_dtype dtype);
+/* linalg.c */
+ampc_tensor *ampc_ad_mm(const ampc_tensor *a, const ampc_tensor *b);
+ampc_tensor *ampc_ad_bmm(const ampc_tensor *a, const ampc_tensor *b);
+ampc_tensor *ampc_ad_matmul(const ampc_tensor *a, const ampc_tensor *b);
+ampc_tensor *ampc_ad_dot(const ampc_tensor *a, const ampc_tensor *b);
+ampc_tensor *ampc_ad_mv(const ampc_tensor *a, const ampc_tensor *v);
+ampc_tensor *ampc_ad_addmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b, double beta, double alpha);
+ampc_tensor *ampc_ad_baddbmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b, double beta,
+                             double alpha);
+/* index.c */
+ampc_tensor *ampc_ad_index_select(const ampc_tensor *a, int64_t dim, const ampc_tensor *index);
+ampc_tensor *ampc_ad_gather(const ampc_tensor *a, int64_t dim, const ampc_tensor *index);
+ampc_tensor *ampc_ad_scatter_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src);
+ampc_status ampc_ad_scatter_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src);
+ampc_tensor *ampc_ad_index_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                               double alpha);
+ampc_status ampc_ad_index_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                               double alpha);
+ampc_tensor *ampc_ad_masked_fill(const ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value);
+ampc_status ampc_ad_masked_fill_(ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value);
+ampc_tensor *ampc_ad_index(const ampc_tensor *a, int n_idx, const ampc_tensor *const *indices);
+ampc_status ampc_ad_index_put_(ampc_tensor *a, int n_idx, const ampc_tensor *const *indices, const ampc_tensor *values,
+                               bool accumulate);
+ampc_tensor *ampc_ad_cat(int n, const ampc_tensor *const *ts, int64_t dim);
+ampc_tensor *ampc_ad_stack(int n, const ampc_tensor *const *ts, int64_t dim);
+ampc_tensor **ampc_ad_split(const ampc_tensor *a, int64_t split_size, int64_t dim, int64_t *n);
+ampc_tensor **ampc_ad_split_with_sizes(const ampc_tensor *a, int n_sizes, const int64_t *sizes, int64_t dim,
+                                       int64_t *n);
+ampc_tensor **ampc_ad_chunk(const ampc_tensor *a, int64_t chunks, int64_t dim, int64_t *n);
+ampc_tensor **ampc_ad_unbind(const ampc_tensor *a, int64_t dim, int64_t *n);
+/* tensor.c: views, copies, casts */
+ampc_tensor *ampc_ad_view(const ampc_tensor *t, int ndim, const int64_t *shape);
+ampc_tensor *ampc_ad_reshape(const ampc_tensor *t, int ndim, const int64_t *shape);
+ampc_tensor *ampc_ad_permute(const ampc_tensor *t, int ndim, const int64_t *dims);
+ampc_tensor *ampc_ad_transpose(const ampc_tensor *t, int64_t dim0, int64_t dim1);
+ampc_tensor *ampc_ad_unsqueeze(const ampc_tensor *t, int64_t dim);
+ampc_tensor *ampc_ad_squeeze(const ampc_tensor *t, int ndims, const int64_t *dims);
+ampc_tensor *ampc_ad_expand(const ampc_tensor *t, int ndim, const int64_t *shape);
+ampc_tensor *ampc_ad_slice(const ampc_tensor *t, int64_t dim, int64_t start, int64_t stop, int64_t step);
+ampc_tensor *ampc_ad_select(const ampc_tensor *t, int64_t dim, int64_t index);
+ampc_tensor *ampc_ad_alias(const ampc_tensor *t);
+ampc_tensor *ampc_ad_to(const ampc_tensor *t, ampc_dtype dtype, ampc_device device, bool copy);
+ampc_status ampc_ad_copy_(ampc_tensor *dst, const ampc_tensor *src);
+ampc_status ampc_ad_fill_(ampc_tensor *t, ampc_scalar value);
+
 /* ------------------------------------------------------------------ rule-writing helpers */
+
+/* The end of a recording path: out, or NULL (out released) when recording failed. */
+static inline ampc_tensor *ad_recorded(ampc_tensor *out, ampc_status st) {
+    if (out && st != AMPC_OK) {
+        ampc_tensor_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Evaluates `expr` (a frontend call) with recording off. */
+#define AD_PAUSED(var, expr)                          \
+    do {                                              \
+        bool ad_prev_ = ampc_grad_mode_pause();       \
+        var = (expr);                                 \
+        ampc_grad_mode_restore(ad_prev_);             \
+    } while (0)
+
 
 static inline ampc_tensor *ad_ref(const ampc_tensor *t) {
     if (t) ampc_tensor_incref((ampc_tensor *)t);

@@ -53,17 +53,15 @@ static ampc_tensor *unary_grad(ampc_node *n, ampc_op op, ampc_tensor *const *go)
     }
     case AMPC_OP_SIGMOID: { /* g y (1 - y) */
         ampc_tensor *y = X(n);
-        return ad_mul(G, ad_mul(ad_ref(y), ad_rsubs(1.0, y)));
+        ampc_tensor *one_minus = ad_rsubs(1.0, ad_ref(y));
+        return ad_mul(G, ad_mul(y, one_minus));
     }
     case AMPC_OP_TANH: { /* g (1 - y^2) */
         ampc_tensor *y = X(n);
         return ad_mul(G, ad_rsubs(1.0, ad_mul(ad_ref(y), y)));
     }
-    case AMPC_OP_RELU: { /* g [y > 0] */
-        ampc_tensor *y = X(n);
-        ampc_dtype dt = go[0]->dtype;
-        return ad_mul(G, ad_mask(ad_cmps(AMPC_OP_GT, y, 0.0), dt));
-    }
+    case AMPC_OP_RELU: /* g [y > 0]; y >= 0, so sign(y) is that mask in g's dtype: two fast kernels */
+        return ad_mul(G, ad_un(AMPC_OP_SIGN, X(n)));
     case AMPC_OP_GELU: {
         ampc_tensor *a = X(n);
         if (n->attrs.ints[0] == 0) { /* g (Phi(a) + a phi(a)), Phi(a) = (1 + erf(a/sqrt2))/2, phi(a) = e^(-a^2/2)/sqrt(2pi) */
@@ -84,7 +82,8 @@ static ampc_tensor *unary_grad(ampc_node *n, ampc_op op, ampc_tensor *const *go)
     case AMPC_OP_SILU: { /* s = sigmoid(a): g s (1 + a (1 - s)) */
         ampc_tensor *a = X(n);
         ampc_tensor *s = ad_un(AMPC_OP_SIGMOID, ad_ref(a));
-        return ad_mul(G, ad_mul(ad_ref(s), ad_adds(ad_mul(a, ad_rsubs(1.0, s)), 1.0)));
+        ampc_tensor *inner = ad_adds(ad_mul(a, ad_rsubs(1.0, ad_ref(s))), 1.0);
+        return ad_mul(G, ad_mul(s, inner));
     }
     case AMPC_OP_SOFTPLUS: { /* g sigmoid(beta a) where beta a <= threshold, else g */
         double beta = ampc_scalar_to_double(n->attrs.scalars[0]), thr = ampc_scalar_to_double(n->attrs.scalars[1]);
@@ -366,4 +365,85 @@ static const ampc_grad_rule to_rule = {"ToCopyBackward0", to_backward};
 ampc_status ampc_ad_record_to(const ampc_tensor *a, ampc_tensor *out) {
     if (!ampc_dtype_is_floating(out->dtype) || !ampc_dtype_is_floating(a->dtype)) return AMPC_OK;
     return ampc_autograd_record(&to_rule, 1, &a, 1, &out, 0, NULL, NULL) ? AMPC_OK : ampc_last_status();
+}
+
+/* ------------------------------------------------------------------ frontends' recording path */
+
+ampc_tensor *ampc_ad_unary(ampc_op op, const ampc_tensor *a) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_unary(op, a));
+    return ad_recorded(out, out ? ampc_ad_record_unary(op, a, out, NULL) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_gelu(const ampc_tensor *a, bool tanh_approximation) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_gelu(a, tanh_approximation));
+    ampc_scalar mode = ampc_scalar_int(tanh_approximation);
+    return ad_recorded(out, out ? ampc_ad_record_unary(AMPC_OP_GELU, a, out, &mode) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_softplus(const ampc_tensor *a, double beta, double threshold) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_softplus(a, beta, threshold));
+    ampc_scalar p[2] = {ampc_scalar_float(beta), ampc_scalar_float(threshold)};
+    return ad_recorded(out, out ? ampc_ad_record_unary(AMPC_OP_SOFTPLUS, a, out, p) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_clamp(const ampc_tensor *a, ampc_scalar min, ampc_scalar max) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_clamp(a, min, max));
+    ampc_scalar p[2] = {min, max};
+    return ad_recorded(out, out ? ampc_ad_record_unary(AMPC_OP_CLAMP, a, out, p) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_binary(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_binary(op, a, b, alpha));
+    return ad_recorded(out, out ? ampc_ad_record_binary(op, a, b, alpha, out) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_where(const ampc_tensor *cond, const ampc_tensor *a, const ampc_tensor *b) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_where(cond, a, b));
+    return ad_recorded(out, out ? ampc_ad_record_where(cond, a, b, out) : AMPC_OK);
+}
+
+/* The old value of `a` when the rule of its in-place op reads it (recording off). */
+static ampc_status copy_before(bool needed, const ampc_tensor *a, ampc_tensor **before) {
+    *before = NULL;
+    if (!needed) return AMPC_OK;
+    AD_PAUSED(*before, ampc_clone(a));
+    return *before ? AMPC_OK : ampc_last_status();
+}
+
+ampc_status ampc_ad_binary_(ampc_op op, ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha) {
+    ampc_tensor *before;
+    AMPC_TRY(ampc_autograd_check_inplace(a));
+    AMPC_TRY(copy_before(ampc_ad_binary_needs_self(op, a, b), a, &before));
+    ampc_status st;
+    AD_PAUSED(st, ampc_binary_(op, a, b, alpha));
+    if (st == AMPC_OK) st = ampc_ad_record_binary_(op, before, a, b, alpha);
+    ampc_tensor_decref(before);
+    return st;
+}
+
+static ampc_status unary_inplace(ampc_op op, ampc_tensor *a, ampc_scalar min, ampc_scalar max) {
+    ampc_tensor *before;
+    AMPC_TRY(ampc_autograd_check_inplace(a));
+    AMPC_TRY(copy_before(ampc_ad_unary_needs_self(op), a, &before));
+    ampc_status st;
+    if (op == AMPC_OP_CLAMP) AD_PAUSED(st, ampc_clamp_(a, min, max));
+    else AD_PAUSED(st, ampc_unary_(op, a));
+    ampc_scalar p[2] = {min, max};
+    if (st == AMPC_OK) st = ampc_ad_record_unary_(op, before, a, op == AMPC_OP_CLAMP ? p : NULL);
+    ampc_tensor_decref(before);
+    return st;
+}
+
+ampc_status ampc_ad_unary_(ampc_op op, ampc_tensor *a) {
+    return unary_inplace(op, a, ampc_scalar_none(), ampc_scalar_none());
+}
+
+ampc_status ampc_ad_clamp_(ampc_tensor *a, ampc_scalar min, ampc_scalar max) {
+    return unary_inplace(AMPC_OP_CLAMP, a, min, max);
 }

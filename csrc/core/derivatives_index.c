@@ -247,3 +247,118 @@ ampc_status ampc_ad_record_split(const ampc_tensor *a, int64_t dim, bool unbind,
                ? AMPC_OK
                : ampc_last_status();
 }
+
+/* ------------------------------------------------------------------ frontends' recording path */
+
+ampc_tensor *ampc_ad_index_select(const ampc_tensor *a, int64_t dim, const ampc_tensor *index) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_index_select(a, dim, index));
+    return ad_recorded(out, out ? ampc_ad_record_index_select(a, dim, index, out) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_gather(const ampc_tensor *a, int64_t dim, const ampc_tensor *index) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_gather(a, dim, index));
+    return ad_recorded(out, out ? ampc_ad_record_gather(a, dim, index, out) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_scatter_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_scatter_add(a, dim, index, src));
+    return ad_recorded(out, out ? ampc_ad_record_scatter_add(a, dim, index, src, out) : AMPC_OK);
+}
+
+ampc_status ampc_ad_scatter_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src) {
+    AMPC_TRY(ampc_autograd_check_inplace(a));
+    ampc_status st;
+    AD_PAUSED(st, ampc_scatter_add_(a, dim, index, src));
+    return st == AMPC_OK ? ampc_ad_record_scatter_add(a, dim, index, src, a) : st;
+}
+
+ampc_tensor *ampc_ad_index_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                               double alpha) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_index_add(a, dim, index, src, alpha));
+    return ad_recorded(out, out ? ampc_ad_record_index_add(a, dim, index, src, alpha, out) : AMPC_OK);
+}
+
+ampc_status ampc_ad_index_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                               double alpha) {
+    AMPC_TRY(ampc_autograd_check_inplace(a));
+    ampc_status st;
+    AD_PAUSED(st, ampc_index_add_(a, dim, index, src, alpha));
+    return st == AMPC_OK ? ampc_ad_record_index_add(a, dim, index, src, alpha, a) : st;
+}
+
+ampc_tensor *ampc_ad_masked_fill(const ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_masked_fill(a, mask, value));
+    return ad_recorded(out, out ? ampc_ad_record_masked_fill(a, mask, out) : AMPC_OK);
+}
+
+ampc_status ampc_ad_masked_fill_(ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value) {
+    AMPC_TRY(ampc_autograd_check_inplace(a));
+    ampc_status st;
+    AD_PAUSED(st, ampc_masked_fill_(a, mask, value));
+    return st == AMPC_OK ? ampc_ad_record_masked_fill(a, mask, a) : st;
+}
+
+ampc_tensor *ampc_ad_index(const ampc_tensor *a, int n_idx, const ampc_tensor *const *indices) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_index(a, n_idx, indices));
+    return ad_recorded(out, out ? ampc_ad_record_index(a, n_idx, indices, out) : AMPC_OK);
+}
+
+ampc_status ampc_ad_index_put_(ampc_tensor *a, int n_idx, const ampc_tensor *const *indices, const ampc_tensor *values,
+                               bool accumulate) {
+    AMPC_TRY(ampc_autograd_check_inplace(a));
+    ampc_status st;
+    AD_PAUSED(st, ampc_index_put_(a, n_idx, indices, values, accumulate));
+    return st == AMPC_OK ? ampc_ad_record_index_put_(a, n_idx, indices, values, accumulate) : st;
+}
+
+ampc_tensor *ampc_ad_cat(int n, const ampc_tensor *const *ts, int64_t dim) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_cat(n, ts, dim));
+    return ad_recorded(out, out ? ampc_ad_record_cat(n, ts, dim, out) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_stack(int n, const ampc_tensor *const *ts, int64_t dim) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_stack(n, ts, dim));
+    return ad_recorded(out, out ? ampc_ad_record_stack(n, ts, dim, out) : AMPC_OK);
+}
+
+/* The pieces of a split-like frontend with one multi-output node over them. */
+static ampc_tensor **recorded_pieces(ampc_tensor **list, const ampc_tensor *a, int64_t dim, bool unbind, int64_t *n) {
+    if (list && ampc_ad_record_split(a, dim, unbind, *n, list) != AMPC_OK) {
+        ampc_tensor_list_free(list, *n);
+        return NULL;
+    }
+    return list;
+}
+
+ampc_tensor **ampc_ad_split(const ampc_tensor *a, int64_t split_size, int64_t dim, int64_t *n) {
+    ampc_tensor **list;
+    AD_PAUSED(list, ampc_split(a, split_size, dim, n));
+    return recorded_pieces(list, a, dim, false, n);
+}
+
+ampc_tensor **ampc_ad_split_with_sizes(const ampc_tensor *a, int n_sizes, const int64_t *sizes, int64_t dim,
+                                       int64_t *n) {
+    ampc_tensor **list;
+    AD_PAUSED(list, ampc_split_with_sizes(a, n_sizes, sizes, dim, n));
+    return recorded_pieces(list, a, dim, false, n);
+}
+
+ampc_tensor **ampc_ad_chunk(const ampc_tensor *a, int64_t chunks, int64_t dim, int64_t *n) {
+    ampc_tensor **list;
+    AD_PAUSED(list, ampc_chunk(a, chunks, dim, n));
+    return recorded_pieces(list, a, dim, false, n);
+}
+
+ampc_tensor **ampc_ad_unbind(const ampc_tensor *a, int64_t dim, int64_t *n) {
+    ampc_tensor **list;
+    AD_PAUSED(list, ampc_unbind(a, dim, n));
+    return recorded_pieces(list, a, dim, true, n);
+}

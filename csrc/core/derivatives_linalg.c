@@ -136,3 +136,48 @@ ampc_status ampc_ad_record_baddbmm(const ampc_tensor *c, const ampc_tensor *a, c
                                    double alpha, ampc_tensor *out) {
     return record_mm_like(&baddbmm_rule, c, a, b, beta, alpha, out);
 }
+
+/* ------------------------------------------------------------------ frontends' recording path */
+
+ampc_tensor *ampc_ad_mm(const ampc_tensor *a, const ampc_tensor *b) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_mm(a, b));
+    return ad_recorded(out, out ? ampc_ad_record_mm(a, b, out) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_bmm(const ampc_tensor *a, const ampc_tensor *b) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_bmm(a, b));
+    return ad_recorded(out, out ? ampc_ad_record_bmm(a, b, out) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_matmul(const ampc_tensor *a, const ampc_tensor *b) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_matmul(a, b));
+    return ad_recorded(out, out ? ampc_ad_record_matmul(a, b, out) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_dot(const ampc_tensor *a, const ampc_tensor *b) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_dot(a, b));
+    return ad_recorded(out, out ? ampc_ad_record_matmul(a, b, out) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_mv(const ampc_tensor *a, const ampc_tensor *v) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_mv(a, v));
+    return ad_recorded(out, out ? ampc_ad_record_matmul(a, v, out) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_addmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b, double beta, double alpha) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_addmm(c, a, b, beta, alpha));
+    return ad_recorded(out, out ? ampc_ad_record_addmm(c, a, b, beta, alpha, out) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_baddbmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b, double beta,
+                             double alpha) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_baddbmm(c, a, b, beta, alpha));
+    return ad_recorded(out, out ? ampc_ad_record_baddbmm(c, a, b, beta, alpha, out) : AMPC_OK);
+}

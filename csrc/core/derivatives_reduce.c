@@ -153,7 +153,8 @@ static ampc_status norm_backward(ampc_node *n, ampc_tensor *const *go, ampc_tens
                                              ad_bin(AMPC_OP_POW, ad_un(AMPC_OP_ABS, ad_ref(a)), ad_num(p - 1.0, a)));
         if (p != 2.0) ampc_tensor_decref(a);
         ampc_tensor *den = p == 2.0 ? ad_ref(y) : ad_bin(AMPC_OP_POW, ad_ref(y), ad_num(p - 1.0, y));
-        ampc_tensor *scale = ad_where(ad_cmps(AMPC_OP_EQ, y, 0.0), ad_num(0.0, g), ad_div(g, den));
+        ampc_tensor *zero = ad_num(0.0, g);
+        ampc_tensor *scale = ad_where(ad_cmps(AMPC_OP_EQ, y, 0.0), zero, ad_div(g, den));
         gi[0] = ad_mul(num, scale);
     }
     return ad_done(n, gi);
@@ -245,4 +246,45 @@ ampc_status ampc_ad_record_cumsum(const ampc_tensor *a, int64_t dim, ampc_tensor
     at.ints[0] = dim;
     at.n_ints = 1;
     return ampc_autograd_record(&cumsum_rule, 1, &a, 1, &out, 0, NULL, &at) ? AMPC_OK : ampc_last_status();
+}
+
+/* ------------------------------------------------------------------ frontends' recording path */
+
+ampc_tensor *ampc_ad_reduce(ampc_op op, const ampc_tensor *a, int n_dims, const int64_t *dims, bool keepdim,
+                            ampc_dtype dtype) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_reduce(op, a, n_dims, dims, keepdim, dtype));
+    return ad_recorded(out, out ? ampc_ad_record_reduce(op, a, n_dims, dims, keepdim, out) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_var(const ampc_tensor *a, int n_dims, const int64_t *dims, double correction, bool keepdim,
+                         bool take_sqrt) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_var(a, n_dims, dims, correction, keepdim, take_sqrt));
+    return ad_recorded(out, out ? ampc_ad_record_var(a, n_dims, dims, correction, keepdim, take_sqrt, out) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_norm(const ampc_tensor *a, double p, int n_dims, const int64_t *dims, bool keepdim) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_norm(a, p, n_dims, dims, keepdim));
+    return ad_recorded(out, out ? ampc_ad_record_norm(a, p, n_dims, dims, keepdim, out) : AMPC_OK);
+}
+
+ampc_status ampc_ad_max_min_dim(ampc_op op, const ampc_tensor *a, int64_t dim, bool keepdim, ampc_tensor **values,
+                                ampc_tensor **indices) {
+    ampc_status st;
+    AD_PAUSED(st, ampc_max_min_dim(op, a, dim, keepdim, values, indices));
+    if (st == AMPC_OK) st = ampc_ad_record_max_min_dim(op, a, dim, keepdim, *values, *indices);
+    if (st != AMPC_OK) {
+        ampc_tensor_decref(*values);
+        ampc_tensor_decref(*indices);
+        *values = *indices = NULL;
+    }
+    return st;
+}
+
+ampc_tensor *ampc_ad_cumsum(const ampc_tensor *a, int64_t dim, ampc_dtype dtype) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_cumsum(a, dim, dtype));
+    return ad_recorded(out, out ? ampc_ad_record_cumsum(a, dim, out) : AMPC_OK);
 }

@@ -155,3 +155,124 @@ ampc_tensor *ampc_ad_clone(const ampc_tensor *t) {
     }
     return c;
 }
+
+/* ------------------------------------------------------------------ copies and fills in place */
+
+static ampc_status copy_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    /* dst.copy_(src): dst's old values are gone (0); src's grad is g, summed to src's shape and
+     * cast to its dtype by the engine */
+    if (n->needs_input_grad[0]) gi[0] = ampc_zeros(go[0]->ndim, go[0]->shape, go[0]->dtype, go[0]->device);
+    if (n->needs_input_grad[1]) gi[1] = G;
+    return ad_done(n, gi);
+}
+
+static ampc_status fill_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    gi[0] = ampc_zeros(go[0]->ndim, go[0]->shape, go[0]->dtype, go[0]->device); /* a constant now */
+    return ad_done(n, gi);
+}
+
+static const ampc_grad_rule copy_rule = {"CopyBackwards", copy_backward}, fill_rule = {"FillBackward0", fill_backward};
+
+/* ------------------------------------------------------------------ frontends' recording path */
+
+static ampc_tensor *recorded_view(ampc_tensor *out, ampc_ad_view_kind kind, const ampc_tensor *a, int n_ints,
+                                  const int64_t *ints) {
+    return ad_recorded(out, out ? ampc_ad_record_view(kind, a, out, n_ints, ints) : AMPC_OK);
+}
+
+ampc_tensor *ampc_ad_view(const ampc_tensor *t, int ndim, const int64_t *shape) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_view(t, ndim, shape));
+    return recorded_view(out, AMPC_AD_VIEW, t, 0, NULL);
+}
+
+ampc_tensor *ampc_ad_reshape(const ampc_tensor *t, int ndim, const int64_t *shape) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_reshape(t, ndim, shape));
+    /* a view when the strides allowed one, else a copy (which has no view_base) */
+    return recorded_view(out, out && out->view_base ? AMPC_AD_VIEW : AMPC_AD_RESHAPE_COPY, t, 0, NULL);
+}
+
+ampc_tensor *ampc_ad_permute(const ampc_tensor *t, int ndim, const int64_t *dims) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_permute(t, ndim, dims));
+    return recorded_view(out, AMPC_AD_PERMUTE, t, ndim, dims);
+}
+
+ampc_tensor *ampc_ad_transpose(const ampc_tensor *t, int64_t dim0, int64_t dim1) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_transpose(t, dim0, dim1));
+    int64_t dims[2] = {dim0, dim1};
+    return recorded_view(out, AMPC_AD_TRANSPOSE, t, 2, dims);
+}
+
+ampc_tensor *ampc_ad_unsqueeze(const ampc_tensor *t, int64_t dim) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_unsqueeze(t, dim));
+    return recorded_view(out, AMPC_AD_UNSQUEEZE, t, 0, NULL);
+}
+
+ampc_tensor *ampc_ad_squeeze(const ampc_tensor *t, int ndims, const int64_t *dims) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_squeeze(t, ndims, dims));
+    return recorded_view(out, AMPC_AD_SQUEEZE, t, 0, NULL);
+}
+
+ampc_tensor *ampc_ad_expand(const ampc_tensor *t, int ndim, const int64_t *shape) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_expand(t, ndim, shape));
+    return recorded_view(out, AMPC_AD_EXPAND, t, 0, NULL);
+}
+
+ampc_tensor *ampc_ad_slice(const ampc_tensor *t, int64_t dim, int64_t start, int64_t stop, int64_t step) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_slice(t, dim, start, stop, step));
+    if (!out) return NULL;
+    /* the rule needs the start ampc_slice clamped to */
+    int d = (int)(dim < 0 ? dim + t->ndim : dim);
+    int64_t n = t->shape[d];
+    if (start < 0) start += n;
+    start = start < 0 ? 0 : start > n ? n : start;
+    int64_t ints[3] = {d, start, step};
+    return recorded_view(out, AMPC_AD_SLICE, t, 3, ints);
+}
+
+ampc_tensor *ampc_ad_select(const ampc_tensor *t, int64_t dim, int64_t index) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_select(t, dim, index));
+    if (!out) return NULL;
+    int d = (int)(dim < 0 ? dim + t->ndim : dim);
+    int64_t ints[2] = {d, index < 0 ? index + t->shape[d] : index};
+    return recorded_view(out, AMPC_AD_SELECT, t, 2, ints);
+}
+
+ampc_tensor *ampc_ad_alias(const ampc_tensor *t) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_alias(t));
+    return recorded_view(out, AMPC_AD_ALIAS, t, 0, NULL);
+}
+
+ampc_tensor *ampc_ad_to(const ampc_tensor *t, ampc_dtype dtype, ampc_device device, bool copy) {
+    ampc_tensor *out;
+    AD_PAUSED(out, ampc_to(t, dtype, device, copy));
+    if (!out || out == t) return out; /* nothing changed: the same tensor, its own history */
+    return ad_recorded(out, ampc_ad_record_to(t, out));
+}
+
+ampc_status ampc_ad_copy_(ampc_tensor *dst, const ampc_tensor *src) {
+    AMPC_TRY(ampc_autograd_check_inplace(dst));
+    ampc_status st;
+    AD_PAUSED(st, ampc_copy_(dst, src));
+    if (st != AMPC_OK || !ampc_dtype_is_floating(dst->dtype)) return st;
+    const ampc_tensor *ins[2] = {dst, ampc_dtype_is_floating(src->dtype) ? src : NULL};
+    return ampc_autograd_record(&copy_rule, 2, ins, 1, &dst, 0, NULL, NULL) ? AMPC_OK : ampc_last_status();
+}
+
+ampc_status ampc_ad_fill_(ampc_tensor *t, ampc_scalar value) {
+    AMPC_TRY(ampc_autograd_check_inplace(t));
+    ampc_status st;
+    AD_PAUSED(st, ampc_fill_(t, value));
+    if (st != AMPC_OK || !ampc_dtype_is_floating(t->dtype)) return st;
+    const ampc_tensor *in = t;
+    return ampc_autograd_record(&fill_rule, 1, &in, 1, &t, 0, NULL, NULL) ? AMPC_OK : ampc_last_status();
+}

@@ -25,7 +25,7 @@ typedef enum ampc_op {
 typedef enum ampc_op_kind {
     AMPC_KIND_UNARY, AMPC_KIND_BINARY, AMPC_KIND_COMPARE, AMPC_KIND_TERNARY, AMPC_KIND_COPY,
     AMPC_KIND_FILL, AMPC_KIND_REDUCE, AMPC_KIND_SCAN, AMPC_KIND_GEMM, AMPC_KIND_INDEX,
-    AMPC_KIND_RANDOM, AMPC_KIND_AMP, AMPC_KIND_NN
+    AMPC_KIND_RANDOM, AMPC_KIND_AMP, AMPC_KIND_NN, AMPC_KIND_MULTI_TENSOR, AMPC_KIND_OPTIM
 } ampc_op_kind;
 
 const char *ampc_op_name(ampc_op op);
@@ -49,6 +49,9 @@ typedef struct ampc_kernel_args {
      * by the frontend so one kernel launch serves a whole list. */
     ampc_tensor *const *list;
     int n_list;
+    /* An op's own parameter block, for ops with more parameters than scalars[] holds (the fused
+     * optimizers: an ampc_*_options of core/optim.h); NULL otherwise. */
+    const void *options;
 } ampc_kernel_args;
 
 typedef ampc_status (*ampc_kernel_fn)(ampc_op op, const ampc_kernel_args *args);

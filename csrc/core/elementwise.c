@@ -13,12 +13,14 @@
  *      is args.scalars[1 + k]), which is also how a CPU scalar meets a CUDA tensor,
  *   6. dispatches into the output, or into a temporary of the result dtype that is then copied
  *      into an output of another dtype (`int_tensor.add_(...)`, `x_fp16 += x_fp32`).
+ * Autograd: see the public frontends at the end.
  * Scalars are rounded to the compute dtype first, as PyTorch's TensorIterator does, except where
- * torch's CPU kernels read the original value in opmath precision (the second operand of add,
- * sub, mul, div; a float32/float64 pow exponent), so fp16/bf16 results match torch bit for bit. */
+ * torch's CPU kernels read the original value in opmath precision (the second operand of mul and
+ * div; a float32/float64 pow exponent), so fp16/bf16 results match torch bit for bit. */
 #include <math.h>
 #include <string.h>
 
+#include "derivatives.h"
 #include "ops.h"
 
 /* ------------------------------------------------------------------ per-op rules (data) */
@@ -158,10 +160,11 @@ static ampc_scalar round_to_dtype(ampc_scalar v, ampc_dtype dt) {
     return ampc_scalar_float(f);
 }
 
-/* torch reads these scalars in opmath precision without rounding them to the dtype first. */
+/* torch reads these scalars in opmath precision without rounding them to the dtype first (its
+ * mul and div kernels take `original_scalar_value`; add and sub round like the other ops). */
 static bool scalar_keeps_precision(ampc_op op, int k, ampc_dtype compute) {
     if (k != 1) return false;
-    if (op == AMPC_OP_ADD || op == AMPC_OP_SUB || op == AMPC_OP_MUL || op == AMPC_OP_DIV) return true;
+    if (op == AMPC_OP_MUL || op == AMPC_OP_DIV) return true;
     return op == AMPC_OP_POW && (compute == AMPC_FLOAT32 || compute == AMPC_FLOAT64);
 }
 
@@ -199,7 +202,6 @@ static void result_dtypes(const ew_call *c, ampc_dtype *compute, ampc_dtype *out
 
 /* Step 3a: PyTorch's argument errors (raised before anything runs). */
 static ampc_status check_arguments(const ew_call *c, ampc_dtype compute) {
-    const char *name = ampc_op_name(c->op);
     switch (c->op) {
     case AMPC_OP_NEG:
         if (compute == AMPC_BOOL)
@@ -221,7 +223,7 @@ static ampc_status check_arguments(const ew_call *c, ampc_dtype compute) {
             return ampc_set_error(AMPC_E_RUNTIME, "Subtraction, the `-` operator, with a bool tensor is not supported. "
                                                   "If you are trying to invert a mask, use the `~` or `logical_not()` "
                                                   "operator instead.");
-        /* fallthrough: sub takes alpha like add */
+        __attribute__((fallthrough)); /* sub takes alpha like add */
     case AMPC_OP_ADD:
         if (c->params[0].kind == AMPC_SCALAR_FLOAT && !ampc_dtype_is_floating(compute))
             return ampc_set_error(AMPC_E_RUNTIME, "For integral input tensors, argument alpha must not be a floating point number.");
@@ -235,7 +237,8 @@ static ampc_status check_arguments(const ew_call *c, ampc_dtype compute) {
         break;
     case AMPC_OP_POW: {
         const ampc_tensor *e = c->in[1];
-        if (e->is_wrapped_number && ampc_dtype_is_integral(c->in[0]->dtype, true) && !ampc_dtype_is_floating(e->dtype) &&
+        if (e->is_wrapped_number && is_cpu_scalar(e) && ampc_dtype_is_integral(c->in[0]->dtype, true) &&
+            !ampc_dtype_is_floating(e->dtype) &&
             ampc_scalar_to_int(cpu_scalar_value(e)) < 0)
             return ampc_set_error(AMPC_E_RUNTIME, "Integers to negative integer powers are not allowed.");
         break;
@@ -251,7 +254,6 @@ static ampc_status check_arguments(const ew_call *c, ampc_dtype compute) {
         break;
     default: break;
     }
-    (void)name;
     return AMPC_OK;
 }
 
@@ -342,7 +344,7 @@ static shortcut_kind find_shortcut(const ew_call *c, ampc_dtype compute, ampc_sc
             }
         }
     }
-    if (c->op == AMPC_OP_POW && c->in[1]->is_wrapped_number) { /* torch: x ** 0 == 1, x ** 1 == x */
+    if (c->op == AMPC_OP_POW && c->in[1]->is_wrapped_number && is_cpu_scalar(c->in[1])) { /* x ** 0 == 1, x ** 1 == x */
         double e = ampc_scalar_to_double(cpu_scalar_value(c->in[1]));
         if (e == 0) {
             *fill_value = ampc_scalar_int(1);
@@ -443,6 +445,8 @@ static ampc_tensor *ew_run(const ew_call *c, ampc_tensor *out) {
     args.n_in = c->n_in;
     args.scalars[0] = c->params[0];
     if (c->op != AMPC_OP_WHERE) args.scalars[1] = c->params[1];
+    if (c->op == AMPC_OP_ADD || c->op == AMPC_OP_SUB) /* torch: alpha.to<scalar_t>() */
+        args.scalars[0] = round_to_dtype(c->params[0], compute);
     args.ints[0] = c->mode;
     args.n_ints = 1;
     for (int k = 0; k < c->n_in && st == AMPC_OK; k++) {
@@ -494,13 +498,6 @@ static ampc_tensor *ew_run(const ew_call *c, ampc_tensor *out) {
     return result;
 }
 
-static ampc_status ew_run_into(const ew_call *c, ampc_tensor *out) {
-    ampc_tensor *r = ew_run(c, out);
-    if (!r) return ampc_last_status();
-    ampc_tensor_decref(r);
-    return AMPC_OK;
-}
-
 static ew_call make_call(ampc_op op, int n_in, const ampc_tensor *a, const ampc_tensor *b, const ampc_tensor *c) {
     ew_call call;
     memset(&call, 0, sizeof call);
@@ -511,6 +508,10 @@ static ew_call make_call(ampc_op op, int n_in, const ampc_tensor *a, const ampc_
     call.in[2] = c;
     call.params[0] = ampc_scalar_none();
     call.params[1] = ampc_scalar_none();
+    if (op == AMPC_OP_SOFTPLUS) {
+        call.params[0] = ampc_scalar_float(1.0);
+        call.params[1] = ampc_scalar_float(20.0);
+    }
     return call;
 }
 
@@ -522,91 +523,134 @@ static bool check_kind(ampc_op op, ampc_op_kind k1, ampc_op_kind k2, const char 
     return true;
 }
 
-/* ------------------------------------------------------------------ public frontends */
+/* ------------------------------------------------------------------ public frontends
+ * Autograd: a frontend whose inputs require grad hands the call to its ampc_ad_* twin
+ * (derivatives_elementwise.c), which calls it again with recording paused and then records one
+ * node. Division with a rounding mode is not recorded: its gradient is zero wherever it exists. */
+
+static ampc_tensor *run_new(const ew_call *c) { return ew_run(c, NULL); }
+
+static ampc_status run_in_place(const ew_call *c, ampc_tensor *a) {
+    ampc_tensor *r = ew_run(c, a);
+    if (!r) return ampc_last_status();
+    ampc_tensor_decref(r);
+    return AMPC_OK;
+}
+
+static bool tracks_grad(int n, const ampc_tensor *a, const ampc_tensor *b, const ampc_tensor *c) {
+    const ampc_tensor *ins[3] = {a, b, c};
+    return ampc_any_requires_grad(n, ins);
+}
 
 ampc_tensor *ampc_unary(ampc_op op, const ampc_tensor *a) {
     if (!check_kind(op, AMPC_KIND_UNARY, AMPC_KIND_UNARY, "ampc_unary")) return NULL;
+    if (tracks_grad(1, a, NULL, NULL)) return ampc_ad_unary(op, a);
     ew_call c = make_call(op, 1, a, NULL, NULL);
-    if (op == AMPC_OP_SOFTPLUS) {
-        c.params[0] = ampc_scalar_float(1.0);
-        c.params[1] = ampc_scalar_float(20.0);
-    }
-    return ew_run(&c, NULL);
-}
-
-ampc_tensor *ampc_round(const ampc_tensor *a, int64_t decimals) {
-    ew_call c = make_call(AMPC_OP_ROUND, 1, a, NULL, NULL);
-    c.mode = decimals;
-    return ew_run(&c, NULL);
-}
-
-ampc_tensor *ampc_gelu(const ampc_tensor *a, bool tanh_approximation) {
-    ew_call c = make_call(AMPC_OP_GELU, 1, a, NULL, NULL);
-    c.mode = tanh_approximation ? 1 : 0;
-    return ew_run(&c, NULL);
-}
-
-ampc_tensor *ampc_softplus(const ampc_tensor *a, double beta, double threshold) {
-    ew_call c = make_call(AMPC_OP_SOFTPLUS, 1, a, NULL, NULL);
-    c.params[0] = ampc_scalar_float(beta);
-    c.params[1] = ampc_scalar_float(threshold);
-    return ew_run(&c, NULL);
-}
-
-ampc_tensor *ampc_clamp(const ampc_tensor *a, ampc_scalar min, ampc_scalar max) {
-    ew_call c = make_call(AMPC_OP_CLAMP, 1, a, NULL, NULL);
-    c.params[0] = min;
-    c.params[1] = max;
-    return ew_run(&c, NULL);
-}
-
-/* DIV's rounding mode cannot ride on ampc_binary's signature; div_mode below takes it. */
-static ampc_tensor *binary_with_mode(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha,
-                                     int64_t mode, ampc_tensor *out) {
-    if (!check_kind(op, AMPC_KIND_BINARY, AMPC_KIND_COMPARE, "ampc_binary")) return NULL;
-    ew_call c = make_call(op, 2, a, b, NULL);
-    if (op == AMPC_OP_ADD || op == AMPC_OP_SUB) c.params[0] = alpha;
-    c.mode = mode;
-    return ew_run(&c, out);
-}
-
-ampc_tensor *ampc_binary(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha) {
-    return binary_with_mode(op, a, b, alpha, 0, NULL);
-}
-
-ampc_tensor *ampc_div_mode(const ampc_tensor *a, const ampc_tensor *b, int rounding_mode) {
-    return binary_with_mode(AMPC_OP_DIV, a, b, ampc_scalar_none(), rounding_mode, NULL);
-}
-
-ampc_status ampc_div_mode_(ampc_tensor *a, const ampc_tensor *b, int rounding_mode) {
-    ampc_tensor *r = binary_with_mode(AMPC_OP_DIV, a, b, ampc_scalar_none(), rounding_mode, a);
-    if (!r) return ampc_last_status();
-    ampc_tensor_decref(r);
-    return AMPC_OK;
-}
-
-ampc_status ampc_binary_(ampc_op op, ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha) {
-    ampc_tensor *r = binary_with_mode(op, a, b, alpha, 0, a);
-    if (!r) return ampc_last_status();
-    ampc_tensor_decref(r);
-    return AMPC_OK;
+    return run_new(&c);
 }
 
 ampc_status ampc_unary_(ampc_op op, ampc_tensor *a) {
     if (!check_kind(op, AMPC_KIND_UNARY, AMPC_KIND_UNARY, "ampc_unary_")) return ampc_last_status();
+    if (tracks_grad(1, a, NULL, NULL)) return ampc_ad_unary_(op, a);
     ew_call c = make_call(op, 1, a, NULL, NULL);
-    if (op == AMPC_OP_SOFTPLUS) {
-        c.params[0] = ampc_scalar_float(1.0);
-        c.params[1] = ampc_scalar_float(20.0);
-    }
-    return ew_run_into(&c, a);
+    return run_in_place(&c, a);
 }
 
-ampc_status ampc_clamp_(ampc_tensor *a, ampc_scalar min, ampc_scalar max) {
+/* round's gradient is zero; decimals only change the value, so the record is ROUND's. */
+static ampc_status round_call(ampc_tensor *a_inplace, const ampc_tensor *a, int64_t decimals, ampc_tensor **out) {
+    ew_call c = make_call(AMPC_OP_ROUND, 1, a, NULL, NULL);
+    c.mode = decimals;
+    if (decimals == 0) {
+        if (!a_inplace) return (*out = ampc_unary(AMPC_OP_ROUND, a)) ? AMPC_OK : ampc_last_status();
+        return ampc_unary_(AMPC_OP_ROUND, a_inplace);
+    }
+    bool track = tracks_grad(1, a, NULL, NULL);
+    if (a_inplace && track) AMPC_TRY(ampc_autograd_check_inplace(a_inplace));
+    bool previous = track ? ampc_grad_mode_pause() : false;
+    ampc_tensor *r = ew_run(&c, a_inplace);
+    if (track) ampc_grad_mode_restore(previous);
+    ampc_status st = r ? AMPC_OK : ampc_last_status();
+    if (st == AMPC_OK && track)
+        st = a_inplace ? ampc_ad_record_unary_(AMPC_OP_ROUND, NULL, a_inplace, NULL) : ampc_ad_record_unary(AMPC_OP_ROUND, a, r, NULL);
+    if (st != AMPC_OK || a_inplace) ampc_tensor_decref(r);
+    else *out = r;
+    return st;
+}
+
+ampc_tensor *ampc_round(const ampc_tensor *a, int64_t decimals) {
+    ampc_tensor *out = NULL;
+    return round_call(NULL, a, decimals, &out) == AMPC_OK ? out : NULL;
+}
+
+ampc_status ampc_round_(ampc_tensor *a, int64_t decimals) { return round_call(a, a, decimals, NULL); }
+
+ampc_tensor *ampc_gelu(const ampc_tensor *a, bool tanh_approximation) {
+    if (tracks_grad(1, a, NULL, NULL)) return ampc_ad_gelu(a, tanh_approximation);
+    ew_call c = make_call(AMPC_OP_GELU, 1, a, NULL, NULL);
+    c.mode = tanh_approximation ? 1 : 0;
+    return run_new(&c);
+}
+
+ampc_tensor *ampc_softplus(const ampc_tensor *a, double beta, double threshold) {
+    if (tracks_grad(1, a, NULL, NULL)) return ampc_ad_softplus(a, beta, threshold);
+    ew_call c = make_call(AMPC_OP_SOFTPLUS, 1, a, NULL, NULL);
+    c.params[0] = ampc_scalar_float(beta);
+    c.params[1] = ampc_scalar_float(threshold);
+    return run_new(&c);
+}
+
+ampc_tensor *ampc_clamp(const ampc_tensor *a, ampc_scalar min, ampc_scalar max) {
+    if (tracks_grad(1, a, NULL, NULL)) return ampc_ad_clamp(a, min, max);
     ew_call c = make_call(AMPC_OP_CLAMP, 1, a, NULL, NULL);
     c.params[0] = min;
     c.params[1] = max;
-    return ew_run_into(&c, a);
+    return run_new(&c);
+}
+
+ampc_status ampc_clamp_(ampc_tensor *a, ampc_scalar min, ampc_scalar max) {
+    if (tracks_grad(1, a, NULL, NULL)) return ampc_ad_clamp_(a, min, max);
+    ew_call c = make_call(AMPC_OP_CLAMP, 1, a, NULL, NULL);
+    c.params[0] = min;
+    c.params[1] = max;
+    return run_in_place(&c, a);
+}
+
+/* A binary call; `mode` is DIV's rounding mode, which ampc_binary's signature has no room for. */
+static bool binary_call(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha, int64_t mode,
+                        ew_call *c) {
+    if (!check_kind(op, AMPC_KIND_BINARY, AMPC_KIND_COMPARE, "ampc_binary")) return false;
+    *c = make_call(op, 2, a, b, NULL);
+    if (op == AMPC_OP_ADD || op == AMPC_OP_SUB) c->params[0] = alpha;
+    c->mode = mode;
+    return true;
+}
+
+ampc_tensor *ampc_binary(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha) {
+    ew_call c;
+    if (!binary_call(op, a, b, alpha, 0, &c)) return NULL;
+    if (tracks_grad(2, a, b, NULL)) return ampc_ad_binary(op, a, b, alpha);
+    return run_new(&c);
+}
+
+ampc_status ampc_binary_(ampc_op op, ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha) {
+    ew_call c;
+    if (!binary_call(op, a, b, alpha, 0, &c)) return ampc_last_status();
+    if (tracks_grad(2, a, b, NULL)) return ampc_ad_binary_(op, a, b, alpha);
+    return run_in_place(&c, a);
+}
+
+ampc_tensor *ampc_div_mode(const ampc_tensor *a, const ampc_tensor *b, int rounding_mode) {
+    if (rounding_mode == 0) return ampc_binary(AMPC_OP_DIV, a, b, ampc_scalar_none());
+    ew_call c;
+    return binary_call(AMPC_OP_DIV, a, b, ampc_scalar_none(), rounding_mode, &c) ? run_new(&c) : NULL;
+}
+
+ampc_status ampc_div_mode_(ampc_tensor *a, const ampc_tensor *b, int rounding_mode) {
+    if (rounding_mode == 0) return ampc_binary_(AMPC_OP_DIV, a, b, ampc_scalar_none());
+    AMPC_TRY(ampc_autograd_check_inplace(a));
+    ew_call c;
+    return binary_call(AMPC_OP_DIV, a, b, ampc_scalar_none(), rounding_mode, &c) ? run_in_place(&c, a)
+                                                                                   : ampc_last_status();
 }
 
 /* clamp with tensor bounds (either may be NULL): minimum(maximum(a, min), max), which promotes
@@ -646,10 +690,12 @@ ampc_tensor *ampc_bitwise_not(const ampc_tensor *a) {
 }
 
 ampc_tensor *ampc_where(const ampc_tensor *cond, const ampc_tensor *a, const ampc_tensor *b) {
+    if (tracks_grad(3, cond, a, b)) return ampc_ad_where(cond, a, b);
     ew_call c = make_call(AMPC_OP_WHERE, 3, cond, a, b);
-    return ew_run(&c, NULL);
+    return run_new(&c);
 }
 
+/* out= calls are not differentiable, as in PyTorch. */
 ampc_status ampc_elementwise_into(ampc_op op, ampc_tensor *out, int n_in, const ampc_tensor **ins,
                                   const ampc_scalar *scalars, int n_scalars) {
     if (!is_elementwise(op)) return ampc_set_error(AMPC_E_VALUE, "elementwise_into: %s is not an elementwise op", ampc_op_name(op));
@@ -657,16 +703,16 @@ ampc_status ampc_elementwise_into(ampc_op op, ampc_tensor *out, int n_in, const 
         return ampc_set_error(AMPC_E_VALUE, "elementwise_into: %s takes an output and %d inputs, got %d", ampc_op_name(op),
                               op_arity(op), n_in);
     ew_call c = make_call(op, n_in, ins[0], n_in > 1 ? ins[1] : NULL, n_in > 2 ? ins[2] : NULL);
-    if (op == AMPC_OP_SOFTPLUS) {
-        c.params[0] = ampc_scalar_float(1.0);
-        c.params[1] = ampc_scalar_float(20.0);
-    }
-    /* scalars: the op's parameters in ops.def order; DIV's rounding mode and GELU's
-     * approximation (0/1/2, 0/1) ride as an INT scalar in the first free slot. */
+    /* scalars: the op's parameters in ops.def order; DIV's rounding mode, GELU's approximation
+     * and ROUND's decimals ride as an INT scalars[0]. */
     for (int k = 0; k < n_scalars && k < 2; k++) {
         if ((op == AMPC_OP_DIV || op == AMPC_OP_GELU || op == AMPC_OP_ROUND) && k == 0)
             c.mode = ampc_scalar_to_int(scalars[0]);
-        else c.params[k] = scalars[k];
+        else
+            c.params[k] = scalars[k];
     }
-    return ew_run_into(&c, out);
+    if (ampc_any_requires_grad(c.n_in, c.in))
+        return ampc_set_error(AMPC_E_RUNTIME, "%s(): functions with out=... arguments don't support automatic "
+                                              "differentiation, but one of the arguments requires grad.", ampc_op_name(op));
+    return run_in_place(&c, out);
 }

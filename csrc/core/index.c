@@ -19,11 +19,17 @@
  *     accumulate; scalars[0] = alpha (NONE: 1).
  *
  * Kernels check every index against its size before touching memory and fail with IndexError,
- * so a failed write leaves the destination unchanged. */
+ * so a failed write leaves the destination unchanged.
+ *
+ * Autograd: each public frontend records its node once (rules in derivatives_index.c); the
+ * in-place forms check the destination first. Internal steps (clone, copies, nonzero of masks)
+ * are not recorded. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd.h"
+#include "derivatives.h"
 #include "ops.h"
 
 /* Index tensors per kernel call: three ints each in ampc_kernel_args (ints[15] is the
@@ -42,6 +48,13 @@ static const char *cpp_type_name(ampc_dtype dt) {
     static const char *const names[AMPC_NUM_DTYPES] = {"float", "c10::Half", "c10::BFloat16", "double",
                                                       "long int", "int", "unsigned char", "bool"};
     return ampc_dtype_is_valid(dt) ? names[dt] : "undefined";
+}
+
+/* Keeps `out` when its autograd node was recorded; else drops it (the error is set). */
+static ampc_tensor *keep_if_recorded(ampc_tensor *out, ampc_status st) {
+    if (st == AMPC_OK) return out;
+    ampc_tensor_decref(out);
+    return NULL;
 }
 
 static bool is_index_dtype(ampc_dtype dt) { return dt == AMPC_INT64 || dt == AMPC_INT32; }
@@ -156,6 +169,7 @@ ampc_tensor *ampc_index_select(const ampc_tensor *a, int64_t dim, const ampc_ten
         out = NULL;
     }
     ampc_tensor_decref(idx);
+    if (out && ampc_any_requires_grad(1, &a)) out = keep_if_recorded(out, ampc_ad_record_index_select(a, dim, index, out));
     return out;
 }
 
@@ -198,10 +212,12 @@ ampc_tensor *ampc_gather(const ampc_tensor *a, int64_t dim, const ampc_tensor *i
         }
     }
     ampc_tensor_decref(idx);
+    if (out && ampc_any_requires_grad(1, &a)) out = keep_if_recorded(out, ampc_ad_record_gather(a, dim, index, out));
     return out;
 }
 
-ampc_status ampc_scatter_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src) {
+/* a.scatter_add_(dim, index, src) without autograd */
+static ampc_status scatter_add_into(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src) {
     int d;
     AMPC_TRY(ampc_wrap_dim("scatter_add", dim, a->ndim, &d));
     if (!is_index_dtype(index->dtype))
@@ -249,19 +265,30 @@ ampc_status ampc_scatter_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *in
     return st;
 }
 
+ampc_status ampc_scatter_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src) {
+    AMPC_TRY(ampc_autograd_check_inplace(a));
+    AMPC_TRY(scatter_add_into(a, dim, index, src));
+    const ampc_tensor *ins[2] = {a, src};
+    return ampc_any_requires_grad(2, ins) ? ampc_ad_record_scatter_add(a, dim, index, src, a) : AMPC_OK;
+}
+
 ampc_tensor *ampc_scatter_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src) {
     ampc_tensor *out = ampc_clone(a);
-    if (out && ampc_scatter_add_(out, dim, index, src) != AMPC_OK) {
+    if (out && scatter_add_into(out, dim, index, src) != AMPC_OK) {
         ampc_tensor_decref(out);
         return NULL;
     }
+    const ampc_tensor *ins[2] = {a, src};
+    if (out && ampc_any_requires_grad(2, ins))
+        out = keep_if_recorded(out, ampc_ad_record_scatter_add(a, dim, index, src, out));
     return out;
 }
 
 /* ---------------------------------------------------------------- index_add */
 
-ampc_status ampc_index_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
-                            double alpha) {
+/* a.index_add_(dim, index, src, alpha) without autograd */
+static ampc_status index_add_into(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                                  double alpha) {
     int d;
     AMPC_TRY(ampc_wrap_dim("index_add_", dim, a->ndim, &d));
     char si[160], sa[160];
@@ -320,13 +347,24 @@ ampc_status ampc_index_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *inde
     return st;
 }
 
+ampc_status ampc_index_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                            double alpha) {
+    AMPC_TRY(ampc_autograd_check_inplace(a));
+    AMPC_TRY(index_add_into(a, dim, index, src, alpha));
+    const ampc_tensor *ins[2] = {a, src};
+    return ampc_any_requires_grad(2, ins) ? ampc_ad_record_index_add(a, dim, index, src, alpha, a) : AMPC_OK;
+}
+
 ampc_tensor *ampc_index_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
                             double alpha) {
     ampc_tensor *out = ampc_clone(a);
-    if (out && ampc_index_add_(out, dim, index, src, alpha) != AMPC_OK) {
+    if (out && index_add_into(out, dim, index, src, alpha) != AMPC_OK) {
         ampc_tensor_decref(out);
         return NULL;
     }
+    const ampc_tensor *ins[2] = {a, src};
+    if (out && ampc_any_requires_grad(2, ins))
+        out = keep_if_recorded(out, ampc_ad_record_index_add(a, dim, index, src, alpha, out));
     return out;
 }
 
@@ -557,11 +595,13 @@ ampc_tensor *ampc_index(const ampc_tensor *a, int n_idx, const ampc_tensor *cons
     }
     ampc_tensor_decref(src);
     plan_release(&p);
+    if (out && ampc_any_requires_grad(1, &a)) out = keep_if_recorded(out, ampc_ad_record_index(a, n_idx, indices, out));
     return out;
 }
 
-ampc_status ampc_index_put_(ampc_tensor *a, int n_idx, const ampc_tensor *const *indices, const ampc_tensor *values,
-                            bool accumulate) {
+/* a[indices] = values (+= with accumulate) without autograd */
+static ampc_status index_put_into(ampc_tensor *a, int n_idx, const ampc_tensor *const *indices,
+                                  const ampc_tensor *values, bool accumulate) {
     if (values->dtype != a->dtype)
         return ampc_set_error(AMPC_E_RUNTIME,
                               "Index put requires the source and destination dtypes match, got %s for the destination "
@@ -603,6 +643,25 @@ ampc_status ampc_index_put_(ampc_tensor *a, int n_idx, const ampc_tensor *const 
     return st;
 }
 
+ampc_status ampc_index_put_(ampc_tensor *a, int n_idx, const ampc_tensor *const *indices, const ampc_tensor *values,
+                            bool accumulate) {
+    AMPC_TRY(ampc_autograd_check_inplace(a));
+    AMPC_TRY(index_put_into(a, n_idx, indices, values, accumulate));
+    const ampc_tensor *ins[2] = {a, values};
+    return ampc_any_requires_grad(2, ins) ? ampc_ad_record_index_put_(a, n_idx, indices, values, accumulate) : AMPC_OK;
+}
+
+ampc_tensor *ampc_index_put(const ampc_tensor *a, int n_idx, const ampc_tensor *const *indices,
+                            const ampc_tensor *values, bool accumulate) {
+    /* a differentiable clone, then the in-place op on it: IndexPutBackward0 over CloneBackward0 */
+    ampc_tensor *out = ampc_ad_clone(a);
+    if (out && ampc_index_put_(out, n_idx, indices, values, accumulate) != AMPC_OK) {
+        ampc_tensor_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* ---------------------------------------------------------------- masked_fill */
 
 static ampc_status check_mask_dtype(const ampc_tensor *mask) {
@@ -612,7 +671,8 @@ static ampc_status check_mask_dtype(const ampc_tensor *mask) {
     return AMPC_OK;
 }
 
-ampc_status ampc_masked_fill_(ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value) {
+/* a.masked_fill_(mask, value) without autograd */
+static ampc_status masked_fill_into(ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value) {
     AMPC_TRY(check_mask_dtype(mask));
     int nd;
     int64_t shape[AMPC_MAX_DIMS];
@@ -644,6 +704,13 @@ ampc_status ampc_masked_fill_(ampc_tensor *a, const ampc_tensor *mask, ampc_scal
     return st;
 }
 
+ampc_status ampc_masked_fill_(ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value) {
+    AMPC_TRY(ampc_autograd_check_inplace(a));
+    AMPC_TRY(masked_fill_into(a, mask, value));
+    const ampc_tensor *ins[1] = {a};
+    return ampc_any_requires_grad(1, ins) ? ampc_ad_record_masked_fill(a, mask, a) : AMPC_OK;
+}
+
 ampc_tensor *ampc_masked_fill(const ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value) {
     if (check_mask_dtype(mask) != AMPC_OK) return NULL;
     int nd;
@@ -654,10 +721,11 @@ ampc_tensor *ampc_masked_fill(const ampc_tensor *a, const ampc_tensor *mask, amp
     ampc_tensor *expanded = ampc_expand(a, nd, shape);
     ampc_tensor *out = expanded ? ampc_clone(expanded) : NULL;
     ampc_tensor_decref(expanded);
-    if (out && ampc_masked_fill_(out, mask, value) != AMPC_OK) {
+    if (out && masked_fill_into(out, mask, value) != AMPC_OK) {
         ampc_tensor_decref(out);
         return NULL;
     }
+    if (out && ampc_any_requires_grad(1, &a)) out = keep_if_recorded(out, ampc_ad_record_masked_fill(a, mask, out));
     return out;
 }
 
@@ -773,6 +841,7 @@ ampc_tensor *ampc_cat(int n, const ampc_tensor *const *ts, int64_t dim) {
         ampc_tensor_decref(slice);
         start += t->shape[d];
     }
+    if (out && ampc_any_requires_grad(n, ts)) out = keep_if_recorded(out, ampc_ad_record_cat(n, ts, dim, out));
     return out;
 }
 
@@ -809,6 +878,7 @@ ampc_tensor *ampc_stack(int n, const ampc_tensor *const *ts, int64_t dim) {
         }
         ampc_tensor_decref(slot);
     }
+    if (out && ampc_any_requires_grad(n, ts)) out = keep_if_recorded(out, ampc_ad_record_stack(n, ts, dim, out));
     return out;
 }
 
@@ -840,6 +910,10 @@ static ampc_tensor **narrow_pieces(const ampc_tensor *a, int d, int64_t n, const
             return NULL;
         }
         start += len;
+    }
+    if (ampc_any_requires_grad(1, &a) && ampc_ad_record_split(a, d, false, n, list) != AMPC_OK) {
+        ampc_tensor_list_free(list, n);
+        return NULL;
     }
     *n_out = n;
     return list;
@@ -935,6 +1009,10 @@ ampc_tensor **ampc_unbind(const ampc_tensor *a, int64_t dim, int64_t *n) {
             ampc_tensor_list_free(list, i);
             return NULL;
         }
+    }
+    if (ampc_any_requires_grad(1, &a) && ampc_ad_record_split(a, d, true, count, list) != AMPC_OK) {
+        ampc_tensor_list_free(list, count);
+        return NULL;
     }
     *n = count;
     return list;

@@ -5,10 +5,12 @@
  * dims, by views only (unsqueeze for 1-D operands, expand for broadcast batch dims, so a
  * broadcast operand has batch stride 0 and transposed operands keep their strides), allocates
  * a contiguous C and dispatches once. Results are fresh tensors, never views. Under autocast
- * (autocast.h) the ops in its lower-precision list rerun themselves on the cast inputs first. */
+ * (autocast.h) the ops in its lower-precision list rerun themselves on the cast inputs first;
+ * with an input that requires grad each records one node (derivatives_linalg.c). */
 #include <string.h>
 
 #include "autocast.h"
+#include "derivatives.h"
 #include "ops.h"
 
 /* ---------------------------------------------------------------- checks */
@@ -101,6 +103,27 @@ static ampc_tensor *reshape_result(ampc_tensor *c, int ndim, const int64_t *shap
     return r;
 }
 
+/* Autograd: a frontend computes with grad mode paused, so the views and inner ops it uses
+ * record nothing, then records its one node when an input requires grad. */
+typedef struct grad_scope {
+    bool record, previous;
+} grad_scope;
+
+static grad_scope grad_begin(int n, const ampc_tensor *const *inputs) {
+    grad_scope g = {ampc_any_requires_grad(n, inputs), ampc_grad_mode_pause()};
+    return g;
+}
+
+/* Restores grad mode; when recording, keeps `out` only if `record` (its node) succeeded. */
+#define GRAD_END(g, out, record_call)                                         \
+    do {                                                                      \
+        ampc_grad_mode_restore((g).previous);                                 \
+        if ((out) && (g).record && (record_call) != AMPC_OK) {                \
+            ampc_tensor_decref(out);                                          \
+            (out) = NULL;                                                     \
+        }                                                                     \
+    } while (0)
+
 /* ---------------------------------------------------------------- frontends */
 
 ampc_tensor *ampc_mm(const ampc_tensor *a, const ampc_tensor *b) {
@@ -120,7 +143,10 @@ ampc_tensor *ampc_mm(const ampc_tensor *a, const ampc_tensor *b) {
         mm_shape_error("mm", a->shape[0], a->shape[1], b->shape[0], b->shape[1]);
         return NULL;
     }
-    return run_gemm("mm", a, b, NULL, 0.0, 1.0);
+    grad_scope g = grad_begin(2, (const ampc_tensor *[]){a, b});
+    ampc_tensor *out = run_gemm("mm", a, b, NULL, 0.0, 1.0);
+    GRAD_END(g, out, ampc_ad_record_mm(a, b, out));
+    return out;
 }
 
 ampc_tensor *ampc_bmm(const ampc_tensor *a, const ampc_tensor *b) {
@@ -134,7 +160,10 @@ ampc_tensor *ampc_bmm(const ampc_tensor *a, const ampc_tensor *b) {
         bmm_shape_error("bmm", a->shape[0], a->shape[2], b->shape[0], b->shape[1]);
         return NULL;
     }
-    return run_gemm("bmm", a, b, NULL, 0.0, 1.0);
+    grad_scope g = grad_begin(2, (const ampc_tensor *[]){a, b});
+    ampc_tensor *out = run_gemm("bmm", a, b, NULL, 0.0, 1.0);
+    GRAD_END(g, out, ampc_ad_record_bmm(a, b, out));
+    return out;
 }
 
 ampc_tensor *ampc_addmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b, double beta, double alpha) {
@@ -153,7 +182,10 @@ ampc_tensor *ampc_addmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_t
         mm_shape_error("addmm", a->shape[0], a->shape[1], b->shape[0], b->shape[1]);
         return NULL;
     }
-    return run_gemm("addmm", a, b, c, beta, alpha);
+    grad_scope g = grad_begin(3, (const ampc_tensor *[]){c, a, b});
+    ampc_tensor *out = run_gemm("addmm", a, b, c, beta, alpha);
+    GRAD_END(g, out, ampc_ad_record_addmm(c, a, b, beta, alpha, out));
+    return out;
 }
 
 ampc_tensor *ampc_baddbmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b, double beta,
@@ -173,7 +205,10 @@ ampc_tensor *ampc_baddbmm(const ampc_tensor *c, const ampc_tensor *a, const ampc
         bmm_shape_error("baddbmm", a->shape[0], a->shape[2], b->shape[0], b->shape[1]);
         return NULL;
     }
-    return run_gemm("baddbmm", a, b, c, beta, alpha);
+    grad_scope g = grad_begin(3, (const ampc_tensor *[]){c, a, b});
+    ampc_tensor *out = run_gemm("baddbmm", a, b, c, beta, alpha);
+    GRAD_END(g, out, ampc_ad_record_baddbmm(c, a, b, beta, alpha, out));
+    return out;
 }
 
 ampc_tensor *ampc_dot(const ampc_tensor *a, const ampc_tensor *b) {
@@ -194,11 +229,14 @@ ampc_tensor *ampc_dot(const ampc_tensor *a, const ampc_tensor *b) {
                        (long long)a->shape[0], (long long)b->shape[0], (long long)a->shape[0], (long long)b->shape[0]);
         return NULL;
     }
+    grad_scope g = grad_begin(2, (const ampc_tensor *[]){a, b});
     ampc_tensor *row = ampc_unsqueeze(a, 0), *col = ampc_unsqueeze(b, 1); /* (1, k) @ (k, 1) */
     ampc_tensor *c = row && col ? run_gemm("dot", row, col, NULL, 0.0, 1.0) : NULL;
     ampc_tensor_decref(row);
     ampc_tensor_decref(col);
-    return reshape_result(c, 0, NULL);
+    ampc_tensor *out = reshape_result(c, 0, NULL);
+    GRAD_END(g, out, ampc_ad_record_matmul(a, b, out)); /* picks DotBackward0 */
+    return out;
 }
 
 ampc_tensor *ampc_mv(const ampc_tensor *a, const ampc_tensor *v) {
@@ -214,10 +252,13 @@ ampc_tensor *ampc_mv(const ampc_tensor *a, const ampc_tensor *v) {
         mv_shape_error("mv", a->shape[0], a->shape[1], v->shape[0]);
         return NULL;
     }
+    grad_scope g = grad_begin(2, (const ampc_tensor *[]){a, v});
     ampc_tensor *col = ampc_unsqueeze(v, 1); /* (n, k) @ (k, 1) */
     ampc_tensor *c = col ? run_gemm("mv", a, col, NULL, 0.0, 1.0) : NULL;
     ampc_tensor_decref(col);
-    return reshape_result(c, 1, a->shape);
+    ampc_tensor *out = reshape_result(c, 1, a->shape);
+    GRAD_END(g, out, ampc_ad_record_matmul(a, v, out)); /* picks MvBackward0 */
+    return out;
 }
 
 /* (*, n, k) @ (k) or (k, m) with the batch folded into the rows: one (N*n, k) mm / mv instead
@@ -231,10 +272,7 @@ static ampc_tensor *matmul_folded(const ampc_tensor *a, const ampc_tensor *rows,
     return reshape_result(c, b->ndim == 2 ? a->ndim : a->ndim - 1, shape);
 }
 
-ampc_tensor *ampc_matmul(const ampc_tensor *a, const ampc_tensor *b) {
-    ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_MATMUL, 2, (const ampc_tensor *[]){a, b}, false, &ac);
-    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_matmul(ac.t[0], ac.t[1]));
+static ampc_tensor *matmul_impl(const ampc_tensor *a, const ampc_tensor *b) {
     int da = a->ndim, db = b->ndim;
     if (da == 0 || db == 0) {
         ampc_set_error(AMPC_E_RUNTIME, "matmul: both arguments to matmul need to be at least 1D, but they are %dD and %dD",
@@ -307,4 +345,14 @@ done:
     ampc_tensor_decref(ae);
     ampc_tensor_decref(be);
     return c;
+}
+
+ampc_tensor *ampc_matmul(const ampc_tensor *a, const ampc_tensor *b) {
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter(AMPC_AC_MATMUL, 2, (const ampc_tensor *[]){a, b}, false, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_matmul(ac.t[0], ac.t[1]));
+    grad_scope g = grad_begin(2, (const ampc_tensor *[]){a, b});
+    ampc_tensor *out = matmul_impl(a, b); /* its inner mm / mv / dot record nothing */
+    GRAD_END(g, out, ampc_ad_record_matmul(a, b, out));
+    return out;
 }

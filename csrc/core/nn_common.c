@@ -92,3 +92,20 @@ ampc_status nn_dispatch(ampc_op op, const ampc_kernel_args *a) {
         if (a->out[i] && ampc_numel(a->out[i]) > 0) any = true;
     return any ? ampc_dispatch(op, a) : AMPC_OK;
 }
+
+ampc_tensor *nn_sum_to(const ampc_tensor *grad, int ndim, const int64_t *shape) {
+    int lead = grad->ndim - ndim;
+    int64_t dims[AMPC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < grad->ndim; i++)
+        if (i < lead || (shape[i - lead] == 1 && grad->shape[i] != 1)) dims[n++] = i;
+    if (n == 0) {
+        ampc_tensor_incref((ampc_tensor *)grad);
+        return (ampc_tensor *)grad;
+    }
+    ampc_tensor *s = ampc_reduce(AMPC_OP_SUM, grad, n, dims, true, AMPC_DTYPE_UNDEFINED);
+    if (!s) return NULL;
+    ampc_tensor *r = ampc_reshape(s, ndim, shape);
+    ampc_tensor_decref(s);
+    return r;
+}

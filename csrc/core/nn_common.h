@@ -42,6 +42,14 @@ ampc_status nn_gemm_into(ampc_tensor *c, const ampc_tensor *a, const ampc_tensor
 /* A view of contiguous t with a new shape (no checks beyond numel). */
 ampc_tensor *nn_reshape_view(const ampc_tensor *t, int ndim, const int64_t *shape);
 
+/* SOFTMAX_BACKWARD or LOG_SOFTMAX_BACKWARD: grad x in input_dtype (UNDEFINED: y's), times
+ * `scale` (attention folds its score scale in here). nn_softmax.c. */
+ampc_tensor *nn_softmax_backward(ampc_op op, const ampc_tensor *grad_out, const ampc_tensor *output, int64_t dim,
+                                 ampc_dtype input_dtype, double scale);
+
+/* grad (of a broadcast shape) summed down to `shape` (PyTorch's sum_to_size). New reference. */
+ampc_tensor *nn_sum_to(const ampc_tensor *grad, int ndim, const int64_t *shape);
+
 /* Runs one NN kernel unless there is nothing to compute (every output empty). */
 ampc_status nn_dispatch(ampc_op op, const ampc_kernel_args *a);
 

@@ -8,7 +8,7 @@
  *   forward      cols (n, G, K, L)  = im2col(x)
  *                out  (n, G, O/G, L) = W (G, O/G, K) @ cols + bias       one batched GEMM
  *   grad input   dcols (n, G, K, L) = W^T @ dout,  dx = col2im(dcols)
- *   grad weight  dW (G, O/G, K)    += dout (G, O/G, n*L) @ cols (G, n*L, K)   (im2col layout 1)
+ *   grad weight  dW (G, O/G, K)    += dout[n] (G, O/G, L) @ cols[n]^T (G, L, K), per sample
  *   grad bias    sum of dout over (N, OH, OW)
  *
  * The GEMM runs in the input's dtype with fp32 accumulation for fp16/bf16 (cpu_gemm.c). A 1x1
@@ -16,12 +16,13 @@
  * column matrix is recomputed in backward rather than kept: it is kh*kw times the input. */
 #include <stdio.h>
 
+#include "autocast.h"
 #include "autograd.h"
 #include "nn_common.h"
 
 /* Bytes of column matrix one chunk may hold: large enough for long GEMMs, small enough to stay
  * out of the way of the rest of a training step's memory. */
-#define COLS_BUDGET (16 << 20)
+#define COLS_BUDGET (4 << 20)
 
 typedef struct conv_dims {
     int64_t n, c, h, w;   /* input, as 4-d */
@@ -123,11 +124,11 @@ static ampc_conv_params as_2d(const ampc_conv_params *p, int spatial) {
     return q;
 }
 
-static void set_geometry_ints(ampc_kernel_args *a, const ampc_conv_params *p, const conv_dims *d, int layout) {
-    int64_t v[11] = {d->kh, d->kw, p->stride[0], p->stride[1], p->pad_lo[0], p->pad_lo[1],
-                     p->dilation[0], p->dilation[1], d->oh, d->ow, layout};
+static void set_geometry_ints(ampc_kernel_args *a, const ampc_conv_params *p, const conv_dims *d) {
+    int64_t v[10] = {d->kh, d->kw, p->stride[0], p->stride[1], p->pad_lo[0], p->pad_lo[1],
+                     p->dilation[0], p->dilation[1], d->oh, d->ow};
     memcpy(a->ints, v, sizeof v);
-    a->n_ints = 11;
+    a->n_ints = 10;
 }
 
 /* 1x1, stride 1, no padding: the input is its own column matrix. */
@@ -143,18 +144,23 @@ static int64_t chunk_samples(const conv_dims *d, ampc_dtype dt) {
     return n < 1 ? 1 : n > d->n ? d->n : n;
 }
 
-/* Column matrix (nb, C*kh*kw, L) in `layout` for samples [n0, n0 + nb) of contiguous x. */
-static ampc_tensor *im2col(const ampc_tensor *x, int64_t n0, int64_t nb, const ampc_conv_params *p, const conv_dims *d,
-                           int layout) {
-    int64_t xs_shape[4] = {nb, d->c, d->h, d->w};
-    ampc_tensor *xs = ampc_tensor_from_storage(x->storage, x->offset + n0 * d->c * d->h * d->w, 4, xs_shape, NULL,
-                                               x->dtype);
+/* A contiguous view of the first numel(shape) elements of buf (a chunk buffer reused by every
+ * chunk: the last chunk may be smaller). */
+static ampc_tensor *buffer_view(const ampc_tensor *buf, int nd, const int64_t *shape) {
+    return ampc_tensor_from_storage(buf->storage, buf->offset, nd, shape, NULL, buf->dtype);
+}
+
+/* Samples [n0, n0 + nb) of contiguous 4-d t as a tensor of their own. */
+static ampc_tensor *samples(const ampc_tensor *t, int64_t n0, int64_t nb) {
+    int64_t shape[4] = {nb, t->shape[1], t->shape[2], t->shape[3]};
+    return ampc_tensor_from_storage(t->storage, t->offset + n0 * t->strides[0], 4, shape, NULL, t->dtype);
+}
+
+/* Column matrix (nb, C*kh*kw, L) of samples [n0, n0 + nb) of contiguous x, in the chunk buffer. */
+static ampc_tensor *im2col(const ampc_tensor *x, int64_t n0, int64_t nb, const ampc_tensor *buf,
+                           const ampc_conv_params *p, const conv_dims *d) {
     int64_t shape[3] = {nb, d->c * d->kh * d->kw, d->oh * d->ow};
-    if (layout == 1) {
-        shape[0] = d->c * d->kh * d->kw;
-        shape[1] = nb;
-    }
-    ampc_tensor *cols = xs ? ampc_empty(3, shape, x->dtype, x->device) : NULL;
+    ampc_tensor *xs = samples(x, n0, nb), *cols = xs ? buffer_view(buf, 3, shape) : NULL;
     if (cols) {
         ampc_kernel_args a;
         nn_args_init(&a);
@@ -162,7 +168,7 @@ static ampc_tensor *im2col(const ampc_tensor *x, int64_t n0, int64_t nb, const a
         a.n_out = 1;
         a.in[0] = xs;
         a.n_in = 1;
-        set_geometry_ints(&a, p, d, layout);
+        set_geometry_ints(&a, p, d);
         if (nn_dispatch(AMPC_OP_IM2COL, &a) != AMPC_OK) {
             ampc_tensor_decref(cols);
             cols = NULL;
@@ -179,6 +185,16 @@ static ampc_tensor *pointwise_cols(const ampc_tensor *x, int64_t n0, int64_t nb,
     return ampc_as_strided(x, 4, shape, strides, x->offset + n0 * d->c * l);
 }
 
+/* The chunk buffer of column matrices (chunk samples), or NULL when x is its own. */
+static ampc_status cols_buffer(const ampc_tensor *x, const conv_dims *d, int64_t chunk, bool pointwise,
+                               ampc_tensor **buf) {
+    *buf = NULL;
+    if (pointwise) return AMPC_OK;
+    int64_t shape[1] = {chunk * d->c * d->kh * d->kw * d->oh * d->ow};
+    *buf = ampc_empty(1, shape, x->dtype, x->device);
+    return *buf ? AMPC_OK : ampc_last_status();
+}
+
 /* out (N, O, OH, OW) = conv(x, w) + bias for contiguous 4-d x and w. */
 static ampc_tensor *conv_forward_4d(const ampc_tensor *x, const ampc_tensor *w, const ampc_tensor *bias,
                                     const ampc_conv_params *p, const conv_dims *d) {
@@ -188,23 +204,19 @@ static ampc_tensor *conv_forward_4d(const ampc_tensor *x, const ampc_tensor *w, 
     int64_t g = d->g, og = d->o / g, k = d->c / g * d->kh * d->kw, l = d->oh * d->ow;
     bool pointwise = is_pointwise(p, d);
     int64_t chunk = pointwise ? d->n : chunk_samples(d, x->dtype);
-    ampc_status st = AMPC_OK;
+    ampc_tensor *buf;
+    ampc_status st = cols_buffer(x, d, chunk, pointwise, &buf);
     for (int64_t n0 = 0; n0 < d->n && st == AMPC_OK; n0 += chunk) {
         int64_t nb = d->n - n0 < chunk ? d->n - n0 : chunk;
         int64_t a_shape[4] = {nb, g, og, k}, a_strides[4] = {0, og * k, k, 1};
+        int64_t b_shape[4] = {nb, g, k, l};
         int64_t c_shape[4] = {nb, g, og, l}, c_strides[4] = {g * og * l, og * l, l, 1};
         int64_t bias_strides[4] = {0, og, 1, 0};
-        ampc_tensor *cols = pointwise ? pointwise_cols(x, n0, nb, d) : im2col(x, n0, nb, p, d, 0);
-        ampc_tensor *b = NULL, *a = ampc_as_strided(w, 4, a_shape, a_strides, w->offset);
+        ampc_tensor *cols = pointwise ? pointwise_cols(x, n0, nb, d) : im2col(x, n0, nb, buf, p, d);
+        ampc_tensor *b = cols ? ampc_as_strided(cols, 4, b_shape, NULL, cols->offset) : NULL;
+        ampc_tensor *a = ampc_as_strided(w, 4, a_shape, a_strides, w->offset);
         ampc_tensor *c = ampc_as_strided(out, 4, c_shape, c_strides, out->offset + n0 * d->o * l);
         ampc_tensor *bv = bias ? ampc_as_strided(bias, 4, c_shape, bias_strides, bias->offset) : NULL;
-        if (cols && !pointwise) {
-            int64_t b_shape[4] = {nb, g, k, l};
-            b = nn_reshape_view(cols, 4, b_shape);
-        } else if (cols) {
-            b = cols;
-            ampc_tensor_incref(b);
-        }
         if (!a || !b || !c || (bias && !bv))
             st = ampc_last_status();
         else
@@ -212,6 +224,7 @@ static ampc_tensor *conv_forward_4d(const ampc_tensor *x, const ampc_tensor *w, 
         ampc_tensor *tmp[5] = {cols, a, b, c, bv};
         nn_release(5, tmp);
     }
+    ampc_tensor_decref(buf);
     if (st != AMPC_OK) {
         ampc_tensor_decref(out);
         return NULL;
@@ -228,25 +241,21 @@ static ampc_tensor *conv_grad_input_4d(const ampc_tensor *dout, const ampc_tenso
     int64_t g = d->g, og = d->o / g, k = d->c / g * d->kh * d->kw, l = d->oh * d->ow;
     bool pointwise = is_pointwise(p, d);
     int64_t chunk = pointwise ? d->n : chunk_samples(d, dout->dtype);
-    ampc_status st = AMPC_OK;
+    ampc_tensor *buf;
+    ampc_status st = cols_buffer(dout, d, chunk, pointwise, &buf);
     for (int64_t n0 = 0; n0 < d->n && st == AMPC_OK; n0 += chunk) {
         int64_t nb = d->n - n0 < chunk ? d->n - n0 : chunk;
         int64_t a_shape[4] = {nb, g, k, og}, a_strides[4] = {0, og * k, 1, k}; /* W^T per group */
         int64_t b_shape[4] = {nb, g, og, l}, b_strides[4] = {d->o * l, og * l, l, 1};
+        int64_t dc_shape[4] = {nb, g, k, l};
         ampc_tensor *a = ampc_as_strided(w, 4, a_shape, a_strides, w->offset);
         ampc_tensor *b = ampc_as_strided(dout, 4, b_shape, b_strides, dout->offset + n0 * d->o * l);
-        ampc_tensor *dcols = NULL, *dxs = NULL;
-        if (!a || !b) {
-            st = ampc_last_status();
-        } else if (pointwise) {
-            dcols = pointwise_cols(dx, n0, nb, d); /* dx itself, seen as (nb, G, K, L) */
-            st = dcols ? nn_gemm_into(dcols, a, b, NULL, 0.0, 1.0) : ampc_last_status();
-        } else {
-            dcols = nn_gemm(a, b, NULL, 0.0, 1.0); /* (nb, G, K, L) = (nb, C*kh*kw, L) */
-            int64_t xs_shape[4] = {nb, d->c, d->h, d->w};
-            dxs = dcols ? ampc_tensor_from_storage(dx->storage, dx->offset + n0 * d->c * d->h * d->w, 4, xs_shape, NULL,
-                                                   dx->dtype)
-                        : NULL;
+        /* dcols (nb, G, K, L) = (nb, C*kh*kw, L); for 1x1 convolutions that is dx itself */
+        ampc_tensor *dcols = pointwise ? pointwise_cols(dx, n0, nb, d) : buffer_view(buf, 4, dc_shape);
+        ampc_tensor *dxs = NULL;
+        st = a && b && dcols ? nn_gemm_into(dcols, a, b, NULL, 0.0, 1.0) : ampc_last_status();
+        if (st == AMPC_OK && !pointwise) {
+            dxs = samples(dx, n0, nb);
             if (!dxs) {
                 st = ampc_last_status();
             } else {
@@ -256,13 +265,14 @@ static ampc_tensor *conv_grad_input_4d(const ampc_tensor *dout, const ampc_tenso
                 args.n_out = 1;
                 args.in[0] = dcols;
                 args.n_in = 1;
-                set_geometry_ints(&args, p, d, 0);
+                set_geometry_ints(&args, p, d);
                 st = nn_dispatch(AMPC_OP_COL2IM, &args);
             }
         }
         ampc_tensor *tmp[4] = {a, b, dcols, dxs};
         nn_release(4, tmp);
     }
+    ampc_tensor_decref(buf);
     if (st != AMPC_OK) {
         ampc_tensor_decref(dx);
         return NULL;
@@ -270,42 +280,39 @@ static ampc_tensor *conv_grad_input_4d(const ampc_tensor *dout, const ampc_tenso
     return dx;
 }
 
-/* dW (O, C/G, kh, kw) from contiguous dout and x: per chunk one GEMM contracting over n*L,
- * added to the previous chunks' sum through the GEMM's C input. */
+/* dW (O, C/G, kh, kw) from contiguous dout and x: per sample n one batched GEMM over the groups,
+ * dW (G, O/G, K) += dout[n] (G, O/G, L) @ cols[n]^T (G, L, K), the sum carried in the GEMM's C
+ * input through two buffers used in turn (no per-sample allocation, no reduction pass). */
 static ampc_tensor *conv_grad_weight_4d(const ampc_tensor *dout, const ampc_tensor *x, const ampc_conv_params *p,
                                         const conv_dims *d) {
     int64_t g = d->g, og = d->o / g, k = d->c / g * d->kh * d->kw, l = d->oh * d->ow;
-    int64_t w_shape[4] = {d->o, d->c / g, d->kh, d->kw};
-    ampc_tensor *acc = NULL;
-    int64_t chunk = chunk_samples(d, x->dtype);
-    ampc_status st = AMPC_OK;
+    int64_t w_shape[4] = {d->o, d->c / g, d->kh, d->kw}, acc_shape[3] = {g, og, k};
     if (d->n == 0 || l == 0) return ampc_zeros(4, w_shape, dout->dtype, dout->device);
+    bool pointwise = is_pointwise(p, d);
+    int64_t chunk = pointwise ? d->n : chunk_samples(d, x->dtype);
+    ampc_tensor *buf, *acc[2] = {NULL, NULL}, *prev = NULL;
+    ampc_status st = cols_buffer(x, d, chunk, pointwise, &buf);
+    for (int i = 0; i < 2 && st == AMPC_OK; i++)
+        if (!(acc[i] = ampc_empty(3, acc_shape, dout->dtype, dout->device))) st = ampc_last_status();
+    int turn = 0;
     for (int64_t n0 = 0; n0 < d->n && st == AMPC_OK; n0 += chunk) {
         int64_t nb = d->n - n0 < chunk ? d->n - n0 : chunk;
-        /* dout chunk as (G, O/G, nb, L), made contiguous so n and L merge into one dim */
-        int64_t gv_shape[4] = {g, og, nb, l}, gv_strides[4] = {og * l, l, d->o * l, 1};
-        ampc_tensor *gv = ampc_as_strided(dout, 4, gv_shape, gv_strides, dout->offset + n0 * d->o * l);
-        ampc_tensor *gc = gv ? ampc_contiguous(gv) : NULL;
-        ampc_tensor *cols = gc ? im2col(x, n0, nb, p, d, 1) : NULL; /* (C*kh*kw, nb, L) */
-        ampc_tensor *a = NULL, *b = NULL, *next = NULL;
-        if (cols) {
-            int64_t a_shape[3] = {g, og, nb * l};
-            int64_t b_shape[3] = {g, nb * l, k}, b_strides[3] = {k * nb * l, 1, nb * l};
-            a = nn_reshape_view(gc, 3, a_shape);
-            b = ampc_as_strided(cols, 3, b_shape, b_strides, cols->offset);
-            next = a && b ? nn_gemm(a, b, acc, 1.0, 1.0) : NULL;
+        ampc_tensor *cols = pointwise ? pointwise_cols(x, n0, nb, d) : im2col(x, n0, nb, buf, p, d);
+        if (!cols) st = ampc_last_status();
+        for (int64_t i = 0; i < nb && st == AMPC_OK; i++) {
+            int64_t a_shape[3] = {g, og, l}, a_strides[3] = {og * l, l, 1};
+            int64_t b_shape[3] = {g, l, k}, b_strides[3] = {k * l, 1, l};
+            ampc_tensor *a = ampc_as_strided(dout, 3, a_shape, a_strides, dout->offset + (n0 + i) * d->o * l);
+            ampc_tensor *b = ampc_as_strided(cols, 3, b_shape, b_strides, cols->offset + i * d->c * d->kh * d->kw * l);
+            st = a && b ? nn_gemm_into(acc[turn], a, b, prev, 1.0, 1.0) : ampc_last_status();
+            prev = acc[turn];
+            turn ^= 1;
+            ampc_tensor_decref(a), ampc_tensor_decref(b);
         }
-        if (!next) st = ampc_last_status();
-        ampc_tensor *tmp[6] = {gv, gc, cols, a, b, acc};
-        nn_release(6, tmp);
-        acc = next;
+        ampc_tensor_decref(cols);
     }
-    if (st != AMPC_OK) {
-        ampc_tensor_decref(acc);
-        return NULL;
-    }
-    ampc_tensor *dw = nn_reshape_view(acc, 4, w_shape);
-    ampc_tensor_decref(acc);
+    ampc_tensor *dw = st == AMPC_OK ? nn_reshape_view(prev, 4, w_shape) : NULL;
+    ampc_tensor_decref(buf), ampc_tensor_decref(acc[0]), ampc_tensor_decref(acc[1]);
     return dw;
 }
 
@@ -350,6 +357,10 @@ ampc_tensor *ampc_convolution(const ampc_tensor *input, const ampc_tensor *weigh
                               const ampc_conv_params *params) {
     int spatial = spatial_of(weight);
     const char *name = spatial == 2 ? "conv2d" : "conv1d";
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter(spatial == 2 ? AMPC_AC_CONV2D : AMPC_AC_CONV1D, 3,
+                                  (const ampc_tensor *[]){input, weight, bias}, false, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_convolution(ac.t[0], ac.t[1], ac.t[2], params));
     conv_dims d;
     ampc_conv_params p = as_2d(params, spatial);
     if (conv_check(name, spatial, input, weight, bias, &p, &d) != AMPC_OK) return NULL;

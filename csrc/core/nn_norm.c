@@ -8,10 +8,11 @@
  * backward never recomputes them. */
 #include <stdio.h>
 
+#include "autocast.h"
 #include "autograd.h"
 #include "nn_common.h"
 
-/* View of contiguous t as (d0, d1, d2) or (d0, d1); *owner holds the contiguous copy alive. */
+/* t (made contiguous) viewed with another shape of the same numel. */
 static ampc_tensor *flat_view(const ampc_tensor *t, int nd, const int64_t *shape) {
     ampc_tensor *c = ampc_contiguous(t);
     if (!c) return NULL;
@@ -60,6 +61,18 @@ static ampc_tensor *reshaped(ampc_tensor *t, int nd, const int64_t *shape) {
     return v;
 }
 
+/* The tensors a norm node saves: input, mean, 1/std (or variance), and the weight when given. */
+static ampc_status saved_norm_tensors(ampc_node *node, const ampc_tensor **x, const ampc_tensor **mean,
+                                      const ampc_tensor **inv, const ampc_tensor **w) {
+    *x = ampc_node_saved(node, 0);
+    *mean = *x ? ampc_node_saved(node, 1) : NULL;
+    *inv = *mean ? ampc_node_saved(node, 2) : NULL;
+    *w = NULL;
+    if (!*inv) return ampc_last_status();
+    if (node->n_saved == 4 && !(*w = ampc_node_saved(node, 3))) return ampc_last_status();
+    return AMPC_OK;
+}
+
 /* ---------------------------------------------------------------- batch norm */
 
 static ampc_status batch_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
@@ -73,11 +86,8 @@ ampc_tensor *ampc_native_batch_norm(const ampc_tensor *input, ampc_tensor *runni
     const ampc_tensor *all[5] = {input, running_mean, running_var, weight, bias};
     if (nn_check_device("batch_norm", 5, all) != AMPC_OK) return NULL;
     if (input->ndim < 2) {
-        ampc_set_error(AMPC_E_RUNTIME, "running_mean should contain %lld elements not %lld",
-                       (long long)(input->ndim == 1 ? 0 : 1), (long long)(running_mean ? ampc_numel(running_mean) : 0));
-        if (!running_mean)
-            ampc_set_error(AMPC_E_RUNTIME, "batch_norm: expected an input of at least 2 dims, got %s",
-                           nn_shape(input, s, sizeof s));
+        ampc_set_error(AMPC_E_RUNTIME, "batch_norm: expected an input of at least 2 dims (N, C, *), got %s",
+                       nn_shape(input, s, sizeof s));
         return NULL;
     }
     if (nn_check_floating("batch_norm", input, "input") != AMPC_OK) return NULL;
@@ -144,8 +154,8 @@ ampc_tensor *ampc_native_batch_norm(const ampc_tensor *input, ampc_tensor *runni
         memset(&attrs, 0, sizeof attrs);
         attrs.ints[0] = training, attrs.n_ints = 1;
         attrs.scalars[0] = ampc_scalar_float(eps);
-        if (!ampc_autograd_record(&batch_norm_rule, 3, (const ampc_tensor *[]){input, weight, bias}, 1, &y, 4,
-                                  (const ampc_tensor *[]){input, weight, mean, inv}, &attrs))
+        if (!ampc_autograd_record(&batch_norm_rule, 3, (const ampc_tensor *[]){input, weight, bias}, 1, &y,
+                                  weight ? 4 : 3, (const ampc_tensor *[]){input, mean, inv, weight}, &attrs))
             st = ampc_last_status();
     }
     if (st != AMPC_OK) {
@@ -204,9 +214,8 @@ ampc_status ampc_native_batch_norm_backward(const ampc_tensor *grad_out, const a
 }
 
 static ampc_status batch_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    const ampc_tensor *x = ampc_node_saved(node, 0), *w = node->saved[1].tensor ? ampc_node_saved(node, 1) : NULL;
-    const ampc_tensor *mean = ampc_node_saved(node, 2), *inv = ampc_node_saved(node, 3);
-    if (!x || !mean || !inv) return ampc_last_status();
+    const ampc_tensor *x, *mean, *inv, *w;
+    AMPC_TRY(saved_norm_tensors(node, &x, &mean, &inv, &w));
     if (!grads[0]) return AMPC_OK;
     return ampc_native_batch_norm_backward(grads[0], x, w, mean, inv, node->attrs.ints[0] != 0,
                                            ampc_scalar_to_double(node->attrs.scalars[0]), node->needs_input_grad,
@@ -220,7 +229,7 @@ static const ampc_grad_rule layer_norm_rule = {"NativeLayerNormBackward0", layer
 
 static ampc_status layer_norm_check(const ampc_tensor *x, int n_norm, const int64_t *ns, const ampc_tensor *w,
                                     const ampc_tensor *b, int64_t *m, int64_t *d) {
-    char s1[96], s2[96];
+    char s1[96], s2[96], s3[96];
     const ampc_tensor *all[3] = {x, w, b};
     AMPC_TRY(nn_check_device("layer_norm", 3, all));
     AMPC_TRY(nn_check_floating("layer_norm", x, "input"));
@@ -230,7 +239,7 @@ static ampc_status layer_norm_check(const ampc_tensor *x, int n_norm, const int6
         return ampc_set_error(AMPC_E_RUNTIME,
                               "Given normalized_shape=%s, expected input with shape [*, %s, but got input of size%s",
                               ampc_shape_str(n_norm, ns, s1, sizeof s1), ampc_shape_str(n_norm, ns, s2, sizeof s2) + 1,
-                              nn_shape(x, s2, sizeof s2));
+                              nn_shape(x, s3, sizeof s3));
     for (int k = 0; k < 2; k++) {
         const ampc_tensor *t = k ? b : w;
         if (!t) continue;
@@ -246,11 +255,8 @@ static ampc_status layer_norm_check(const ampc_tensor *x, int n_norm, const int6
     }
     *d = 1;
     for (int i = 0; i < n_norm; i++) *d *= ns[i];
-    *m = *d ? ampc_numel(x) / *d : 0;
-    if (!*d) {
-        *m = 1;
-        for (int i = 0; i < x->ndim - n_norm; i++) *m *= x->shape[i];
-    }
+    *m = 1;
+    for (int i = 0; i < x->ndim - n_norm; i++) *m *= x->shape[i];
     return AMPC_OK;
 }
 
@@ -258,6 +264,12 @@ ampc_tensor *ampc_native_layer_norm(const ampc_tensor *input, int n_norm, const 
                                     const ampc_tensor *weight, const ampc_tensor *bias, double eps,
                                     ampc_tensor **mean, ampc_tensor **rstd) {
     *mean = *rstd = NULL;
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter(AMPC_AC_LAYER_NORM, 3, (const ampc_tensor *[]){input, weight, bias}, false, &ac);
+    if (acr)
+        return acr < 0 ? NULL
+                       : ampc_autocast_exit(&ac, ampc_native_layer_norm(ac.t[0], n_norm, normalized_shape, ac.t[1],
+                                                                        ac.t[2], eps, mean, rstd));
     int64_t m, d;
     if (layer_norm_check(input, n_norm, normalized_shape, weight, bias, &m, &d) != AMPC_OK) return NULL;
     int64_t shape2[2] = {m, d}, ms[1] = {m};
@@ -286,8 +298,8 @@ ampc_tensor *ampc_native_layer_norm(const ampc_tensor *input, int n_norm, const 
         ampc_node_attrs attrs;
         memset(&attrs, 0, sizeof attrs);
         attrs.ints[0] = n_norm, attrs.n_ints = 1;
-        if (!ampc_autograd_record(&layer_norm_rule, 3, (const ampc_tensor *[]){input, weight, bias}, 1, &y, 4,
-                                  (const ampc_tensor *[]){input, weight, *mean, *rstd}, &attrs))
+        if (!ampc_autograd_record(&layer_norm_rule, 3, (const ampc_tensor *[]){input, weight, bias}, 1, &y,
+                                  weight ? 4 : 3, (const ampc_tensor *[]){input, *mean, *rstd, weight}, &attrs))
             st = ampc_last_status();
     }
     if (st != AMPC_OK) {
@@ -348,9 +360,8 @@ ampc_status ampc_native_layer_norm_backward(const ampc_tensor *grad_out, const a
 }
 
 static ampc_status layer_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    const ampc_tensor *x = ampc_node_saved(node, 0), *w = node->saved[1].tensor ? ampc_node_saved(node, 1) : NULL;
-    const ampc_tensor *mean = ampc_node_saved(node, 2), *rstd = ampc_node_saved(node, 3);
-    if (!x || !mean || !rstd) return ampc_last_status();
+    const ampc_tensor *x, *mean, *rstd, *w;
+    AMPC_TRY(saved_norm_tensors(node, &x, &mean, &rstd, &w));
     if (!grads[0]) return AMPC_OK;
     return ampc_native_layer_norm_backward(grads[0], x, (int)node->attrs.ints[0], mean, rstd, w,
                                            node->needs_input_grad, &grad_inputs[0], &grad_inputs[1], &grad_inputs[2]);
@@ -394,6 +405,12 @@ static ampc_status group_norm_check(const ampc_tensor *x, int64_t groups, const 
 ampc_tensor *ampc_native_group_norm(const ampc_tensor *input, int64_t num_groups, const ampc_tensor *weight,
                                     const ampc_tensor *bias, double eps, ampc_tensor **mean, ampc_tensor **rstd) {
     *mean = *rstd = NULL;
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter(AMPC_AC_GROUP_NORM, 3, (const ampc_tensor *[]){input, weight, bias}, false, &ac);
+    if (acr)
+        return acr < 0 ? NULL
+                       : ampc_autocast_exit(&ac, ampc_native_group_norm(ac.t[0], num_groups, ac.t[1], ac.t[2], eps,
+                                                                        mean, rstd));
     int64_t shape3[3];
     if (group_norm_check(input, num_groups, weight, bias, shape3) != AMPC_OK) return NULL;
     int64_t ss[2] = {shape3[0], num_groups};
@@ -423,8 +440,8 @@ ampc_tensor *ampc_native_group_norm(const ampc_tensor *input, int64_t num_groups
         ampc_node_attrs attrs;
         memset(&attrs, 0, sizeof attrs);
         attrs.ints[0] = num_groups, attrs.n_ints = 1;
-        if (!ampc_autograd_record(&group_norm_rule, 3, (const ampc_tensor *[]){input, weight, bias}, 1, &y, 4,
-                                  (const ampc_tensor *[]){input, weight, *mean, *rstd}, &attrs))
+        if (!ampc_autograd_record(&group_norm_rule, 3, (const ampc_tensor *[]){input, weight, bias}, 1, &y,
+                                  weight ? 4 : 3, (const ampc_tensor *[]){input, *mean, *rstd, weight}, &attrs))
             st = ampc_last_status();
     }
     if (st != AMPC_OK) {
@@ -479,9 +496,8 @@ ampc_status ampc_native_group_norm_backward(const ampc_tensor *grad_out, const a
 }
 
 static ampc_status group_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    const ampc_tensor *x = ampc_node_saved(node, 0), *w = node->saved[1].tensor ? ampc_node_saved(node, 1) : NULL;
-    const ampc_tensor *mean = ampc_node_saved(node, 2), *rstd = ampc_node_saved(node, 3);
-    if (!x || !mean || !rstd) return ampc_last_status();
+    const ampc_tensor *x, *mean, *rstd, *w;
+    AMPC_TRY(saved_norm_tensors(node, &x, &mean, &rstd, &w));
     if (!grads[0]) return AMPC_OK;
     return ampc_native_group_norm_backward(grads[0], x, node->attrs.ints[0], mean, rstd, w, node->needs_input_grad,
                                            &grad_inputs[0], &grad_inputs[1], &grad_inputs[2]);

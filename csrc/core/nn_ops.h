@@ -127,6 +127,22 @@ ampc_tensor *ampc_cross_entropy(const ampc_tensor *input, const ampc_tensor *tar
                                 ampc_reduction reduction, int64_t ignore_index, double label_smoothing);
 ampc_tensor *ampc_nll_loss(const ampc_tensor *input, const ampc_tensor *target, const ampc_tensor *weight,
                            ampc_reduction reduction, int64_t ignore_index);
+/* The same, also returning what backward needs: the log-sum-exp of every row ((N, *) stats) and
+ * the total weight (0-dim; the divisor of reduction='mean'). */
+ampc_tensor *ampc_native_cross_entropy(const ampc_tensor *input, const ampc_tensor *target, const ampc_tensor *weight,
+                                       ampc_reduction reduction, int64_t ignore_index, double label_smoothing,
+                                       ampc_tensor **lse, ampc_tensor **total_weight);
+/* grad_target only for probability targets (need_target). */
+ampc_status ampc_cross_entropy_backward(const ampc_tensor *grad_loss, const ampc_tensor *input,
+                                        const ampc_tensor *target, const ampc_tensor *weight, const ampc_tensor *lse,
+                                        const ampc_tensor *total_weight, ampc_reduction reduction,
+                                        int64_t ignore_index, double label_smoothing, bool need_input,
+                                        bool need_target, ampc_tensor **grad_input, ampc_tensor **grad_target);
+ampc_tensor *ampc_native_nll_loss(const ampc_tensor *input, const ampc_tensor *target, const ampc_tensor *weight,
+                                  ampc_reduction reduction, int64_t ignore_index, ampc_tensor **total_weight);
+ampc_tensor *ampc_nll_loss_backward(const ampc_tensor *grad_loss, const ampc_tensor *input, const ampc_tensor *target,
+                                    const ampc_tensor *weight, const ampc_tensor *total_weight,
+                                    ampc_reduction reduction, int64_t ignore_index);
 
 /* ---- elementwise losses (nn_loss.c): input and target broadcast together ---- */
 ampc_tensor *ampc_mse_loss(const ampc_tensor *input, const ampc_tensor *target, ampc_reduction reduction);
@@ -138,6 +154,12 @@ ampc_tensor *ampc_binary_cross_entropy(const ampc_tensor *input, const ampc_tens
 ampc_tensor *ampc_binary_cross_entropy_with_logits(const ampc_tensor *input, const ampc_tensor *target,
                                                    const ampc_tensor *weight, const ampc_tensor *pos_weight,
                                                    ampc_reduction reduction);
+/* Grads of any of the five (op: AMPC_OP_MSE_LOSS ... AMPC_OP_BCE_WITH_LOGITS_LOSS) w.r.t. input
+ * and target (need[0], need[1]), summed back to their shapes when they were broadcast. */
+ampc_status ampc_pointwise_loss_backward(ampc_op op, const ampc_tensor *grad_loss, const ampc_tensor *input,
+                                         const ampc_tensor *target, const ampc_tensor *weight,
+                                         const ampc_tensor *pos_weight, ampc_reduction reduction, double beta,
+                                         const bool need[2], ampc_tensor **grad_input, ampc_tensor **grad_target);
 
 /* ---- attention (nn_misc.c) ---- */
 /* query (*, L, E), key (*, S, E), value (*, S, Ev) -> (*, L, Ev); attn_mask NULL, bool (True

@@ -108,7 +108,7 @@ static const int64_t *or_default(const int64_t *s, const int64_t *dflt) {
 }
 
 static void set_ints(ampc_kernel_args *a, int n, const int64_t *v) {
-    memcpy(a->ints, v, sizeof(int64_t) * (size_t)n);
+    if (n) memcpy(a->ints, v, sizeof(int64_t) * (size_t)n);
     a->n_ints = n;
 }
 

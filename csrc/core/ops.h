@@ -23,6 +23,7 @@ ampc_tensor *ampc_gelu(const ampc_tensor *a, bool tanh_approximation);
 ampc_tensor *ampc_softplus(const ampc_tensor *a, double beta, double threshold);
 ampc_tensor *ampc_clamp(const ampc_tensor *a, ampc_scalar min, ampc_scalar max); /* NONE = open */
 ampc_tensor *ampc_round(const ampc_tensor *a, int64_t decimals); /* round half to even */
+ampc_status ampc_round_(ampc_tensor *a, int64_t decimals);
 /* clamp with tensor bounds (NULL = open), and in place */
 ampc_tensor *ampc_clamp_tensors(const ampc_tensor *a, const ampc_tensor *min, const ampc_tensor *max);
 ampc_status ampc_clamp_tensors_(ampc_tensor *a, const ampc_tensor *min, const ampc_tensor *max);
@@ -46,12 +47,17 @@ ampc_status ampc_elementwise_into(ampc_op op, ampc_tensor *out, int n_in, const 
 
 /* ---- reductions (reduce.c) ----
  * dims: n_dims entries, possibly negative; n_dims == 0 reduces over all dims. `dtype`
- * AMPC_DTYPE_UNDEFINED keeps PyTorch's default (sum of ints -> int64, mean needs floating). */
+ * AMPC_DTYPE_UNDEFINED keeps PyTorch's default (sum of ints -> int64, mean needs floating).
+ * ampc_reduce takes SUM, MEAN, PROD, AMAX, AMIN, ANY, ALL, LOGSUMEXP, and MAX_DIM/MIN_DIM for
+ * max()/min() without indices (amax/amin under PyTorch's names and errors). */
 ampc_tensor *ampc_reduce(ampc_op op, const ampc_tensor *a, int n_dims, const int64_t *dims,
                          bool keepdim, ampc_dtype dtype);
 ampc_tensor *ampc_var(const ampc_tensor *a, int n_dims, const int64_t *dims, double correction,
                       bool keepdim, bool take_sqrt);
 ampc_tensor *ampc_norm(const ampc_tensor *a, double p, int n_dims, const int64_t *dims, bool keepdim);
+/* linalg.vector_norm: ampc_norm with the result in `dtype` (a widening of a's dtype, or UNDEFINED). */
+ampc_tensor *ampc_vector_norm(const ampc_tensor *a, double p, int n_dims, const int64_t *dims, bool keepdim,
+                              ampc_dtype dtype);
 /* max/min along one dim: values and int64 indices (both new references). */
 ampc_status ampc_max_min_dim(ampc_op op, const ampc_tensor *a, int64_t dim, bool keepdim,
                              ampc_tensor **values, ampc_tensor **indices);
@@ -96,6 +102,8 @@ ampc_tensor *ampc_stack(int n, const ampc_tensor *const *ts, int64_t dim);
 ampc_tensor *ampc_index(const ampc_tensor *a, int n_idx, const ampc_tensor *const *indices);
 ampc_status ampc_index_put_(ampc_tensor *a, int n_idx, const ampc_tensor *const *indices,
                             const ampc_tensor *values, bool accumulate);
+ampc_tensor *ampc_index_put(const ampc_tensor *a, int n_idx, const ampc_tensor *const *indices,
+                            const ampc_tensor *values, bool accumulate); /* out-of-place */
 /* Views of `a` along `dim` (torch.split / split_with_sizes / chunk / unbind): a malloc'd array
  * of *n new references, released with ampc_tensor_list_free; NULL on error. */
 ampc_tensor **ampc_split(const ampc_tensor *a, int64_t split_size, int64_t dim, int64_t *n);

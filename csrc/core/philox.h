@@ -21,10 +21,13 @@
  *   normal: Box-Muller on pairs of elements (2m, 2m+1) sharing two uniforms; float32/16/bf16
  *           use one word per uniform (w = 1), float64 two words per uniform (w = 2), so a pair
  *           always lies inside one block.
+ *   randperm: Fisher-Yates step k takes the 64-bit value of words 2k, 2k+1 (random.c).
+ *
+ * Equivalently, element i lies in block offset/4 + i/(4/w); what each op makes of a block is in
+ * random_transforms.h, shared by the CPU and CUDA kernels.
  *
  * Arithmetic that must round identically on both devices is written with ampc_fmul/ampc_fadd,
- * which stop nvcc from contracting a*b+c into an FMA (the CPU build never contracts across
- * these calls either). Normal samples go through log/sqrt/sin/cos in double: CPU and GPU agree
+ * which stop nvcc from contracting a*b+c into an FMA (GCC does not contract under -std=c11). Normal samples go through log/sqrt/sin/cos in double: CPU and GPU agree
  * to within an ulp of double, which rounds to the same float in practice but is not promised
  * bit-for-bit. */
 #ifndef AMPC_PHILOX_H

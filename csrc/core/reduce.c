@@ -11,12 +11,22 @@
  *               reduced exactly where out has size 1 and in does not
  *   ints[]      the reduced dims, ascending (n_ints of them)
  *   scalars[0]  keepdim; scalars[1] the op's parameter (p of norm, correction of var/std)
- * The SCAN kernel (cumsum) gets contiguous in[0] and out[0] of one shape and dtype, ints[0] dim. */
+ * The SCAN kernel (cumsum) gets contiguous in[0] and out[0] of one shape and dtype, ints[0] dim.
+ * When an input requires grad, each frontend records its node (derivatives_reduce.c) after
+ * computing the result; argmax/argmin, any and all have no gradient. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "derivatives.h"
 #include "ops.h"
+
+/* `out` once its autograd node is recorded (status `st`), or NULL, dropping it, if that failed. */
+static ampc_tensor *keep_if_recorded(ampc_tensor *out, ampc_status st) {
+    if (st == AMPC_OK) return out;
+    ampc_tensor_decref(out);
+    return NULL;
+}
 
 /* PyTorch's spelling of dtypes in its messages ("Got: Long"). */
 static const char *torch_dtype_name(ampc_dtype dt) {
@@ -198,10 +208,12 @@ ampc_tensor *ampc_reduce(ampc_op op, const ampc_tensor *a, int n_dims, const int
     /* amax/amin/any/all read the input as it is; the others compute in the output's dtype */
     bool reads_as_is = kernel_op == AMPC_OP_AMAX || kernel_op == AMPC_OP_AMIN || kernel_op == AMPC_OP_ANY ||
                        kernel_op == AMPC_OP_ALL;
-    ampc_tensor *in = reads_as_is ? (ampc_tensor_incref((ampc_tensor *)a), (ampc_tensor *)a) : input_as(a, out_dt);
+    ampc_tensor *in = input_as(a, reads_as_is ? a->dtype : out_dt);
     if (!in) return NULL;
     ampc_tensor *out = reduce_one(kernel_op, in, mask, keepdim, out_dt, 0.0);
     ampc_tensor_decref(in);
+    if (out && ampc_any_requires_grad(1, &a))
+        out = keep_if_recorded(out, ampc_ad_record_reduce(op, a, n_dims, dims, keepdim, out));
     return out;
 }
 
@@ -214,16 +226,37 @@ ampc_tensor *ampc_var(const ampc_tensor *a, int n_dims, const int64_t *dims, dou
         ampc_set_error(AMPC_E_RUNTIME, "std and var only support floating point and complex dtypes");
         return NULL;
     }
-    return reduce_one(op, a, mask, keepdim, a->dtype, correction);
+    ampc_tensor *out = reduce_one(op, a, mask, keepdim, a->dtype, correction);
+    if (out && ampc_any_requires_grad(1, &a))
+        out = keep_if_recorded(out, ampc_ad_record_var(a, n_dims, dims, correction, keepdim, take_sqrt, out));
+    return out;
 }
 
 ampc_tensor *ampc_norm(const ampc_tensor *a, double p, int n_dims, const int64_t *dims, bool keepdim) {
+    return ampc_vector_norm(a, p, n_dims, dims, keepdim, AMPC_DTYPE_UNDEFINED);
+}
+
+ampc_tensor *ampc_vector_norm(const ampc_tensor *a, double p, int n_dims, const int64_t *dims, bool keepdim,
+                              ampc_dtype dtype) {
     bool mask[AMPC_MAX_DIMS];
     if (reduced_dims_mask("linalg.vector_norm", a, n_dims, dims, mask) != AMPC_OK) return NULL;
     if (!ampc_dtype_is_floating(a->dtype)) {
         ampc_set_error(AMPC_E_RUNTIME,
                        "linalg.vector_norm: Expected a floating point or complex tensor as input. Got %s",
                        torch_dtype_name(a->dtype));
+        return NULL;
+    }
+    if (dtype != AMPC_DTYPE_UNDEFINED && !ampc_dtype_is_floating(dtype)) {
+        ampc_set_error(AMPC_E_RUNTIME, "linalg.vector_norm: dtype should be floating point or complex, but got %s",
+                       torch_dtype_name(dtype));
+        return NULL;
+    }
+    /* Only widening dtypes, as in PyTorch: the kernel reads the input and rounds into dtype. */
+    if (dtype != AMPC_DTYPE_UNDEFINED && ampc_promote_types(a->dtype, dtype) != dtype) {
+        ampc_set_error(AMPC_E_RUNTIME,
+                       "linalg.vector_norm: the dtype of the input (%s) should be convertible without narrowing to "
+                       "the specified dtype (%s)",
+                       torch_dtype_name(a->dtype), torch_dtype_name(dtype));
         return NULL;
     }
     if (isnan(p)) {
@@ -248,7 +281,10 @@ ampc_tensor *ampc_norm(const ampc_tensor *a, double p, int n_dims, const int64_t
                 return NULL;
             }
     }
-    return reduce_one(AMPC_OP_NORM, a, mask, keepdim, a->dtype, p);
+    ampc_tensor *out = reduce_one(AMPC_OP_NORM, a, mask, keepdim, dtype != AMPC_DTYPE_UNDEFINED ? dtype : a->dtype, p);
+    if (out && ampc_any_requires_grad(1, &a))
+        out = keep_if_recorded(out, ampc_ad_record_norm(a, p, n_dims, dims, keepdim, out));
+    return out;
 }
 
 ampc_status ampc_max_min_dim(ampc_op op, const ampc_tensor *a, int64_t dim, bool keepdim, ampc_tensor **values,
@@ -263,6 +299,14 @@ ampc_status ampc_max_min_dim(ampc_op op, const ampc_tensor *a, int64_t dim, bool
     ampc_dtype dts[2] = {a->dtype, AMPC_INT64};
     ampc_tensor *outs[2];
     AMPC_TRY(run_reduce(op, a, mask, keepdim, 2, dts, 0.0, outs));
+    ampc_status st = ampc_any_requires_grad(1, &a)
+                         ? ampc_ad_record_max_min_dim(op, a, dim, keepdim, outs[0], outs[1])
+                         : AMPC_OK;
+    if (st != AMPC_OK) {
+        ampc_tensor_decref(outs[0]);
+        ampc_tensor_decref(outs[1]);
+        return st;
+    }
     *values = outs[0];
     *indices = outs[1];
     return AMPC_OK;
@@ -317,5 +361,6 @@ ampc_tensor *ampc_cumsum(const ampc_tensor *a, int64_t dim, ampc_dtype dtype) {
         }
     }
     ampc_tensor_decref(in);
+    if (out && ampc_any_requires_grad(1, &a)) out = keep_if_recorded(out, ampc_ad_record_cumsum(a, dim, out));
     return out;
 }

@@ -572,7 +572,13 @@ ampc_status ampc_fill_(ampc_tensor *t, ampc_scalar value) {
 
 ampc_status ampc_zero_(ampc_tensor *t) { return ampc_fill_(t, ampc_scalar_int(0)); }
 
+static int64_t host_reads;
+
+void ampc_note_host_read(void) { __atomic_fetch_add(&host_reads, 1, __ATOMIC_RELAXED); }
+int64_t ampc_host_read_count(void) { return __atomic_load_n(&host_reads, __ATOMIC_RELAXED); }
+
 ampc_status ampc_get_scalar(const ampc_tensor *t, int64_t linear_index, ampc_scalar *out) {
+    ampc_note_host_read();
     int64_t numel = ampc_numel(t);
     if (linear_index < 0 || linear_index >= numel)
         return ampc_set_error(AMPC_E_INDEX, "element %lld is out of range for a tensor of %lld elements",

@@ -110,6 +110,11 @@ ampc_status ampc_fill_(ampc_tensor *t, ampc_scalar value);
 ampc_status ampc_zero_(ampc_tensor *t);
 /* Reads element `linear_index` (row-major over t's shape) as a scalar (for .item(), repr). */
 ampc_status ampc_get_scalar(const ampc_tensor *t, int64_t linear_index, ampc_scalar *out);
+/* Host reads of tensor values (ampc_get_scalar, and the binding's .tolist()/.numpy() copies): each
+ * is a device-to-host synchronisation on a GPU. A counter, so tests can assert that a hot path
+ * (GradScaler.step + update with an ampc optimizer) makes none. Relaxed atomics; never reset. */
+void ampc_note_host_read(void);
+int64_t ampc_host_read_count(void);
 
 #ifdef __cplusplus
 }

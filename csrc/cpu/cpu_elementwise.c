@@ -27,16 +27,17 @@ enum ew_variant {
 #define AMPC_OP(id, name, kind) EW_##id,
 #include "../core/ops.def"
 #undef AMPC_OP
-    EW_ADD_ALPHA,      /* a + alpha * b (alpha != 1) */
-    EW_SUB_ALPHA,      /* a - alpha * b */
-    EW_DIV_TRUNC,      /* div(rounding_mode='trunc') */
-    EW_DIV_FLOOR,      /* div(rounding_mode='floor'), floor_divide, // */
-    EW_GELU_TANH,      /* gelu(approximate='tanh') */
-    EW_POW_SQUARE,     /* x ** 2, x ** 3, x ** -2: torch multiplies instead of calling pow */
+    EW_ADD_ALPHA,          /* a + alpha * b (alpha != 1) */
+    EW_SUB_ALPHA,          /* a - alpha * b */
+    EW_DIV_TRUNC,          /* div(rounding_mode='trunc') */
+    EW_DIV_FLOOR,          /* div(rounding_mode='floor'), floor_divide, // */
+    EW_DIV_FLOOR_STEPWISE, /* the same for fp16/bf16 tensors, rounded after every step like torch */
+    EW_GELU_TANH,          /* gelu(approximate='tanh') */
+    EW_POW_SQUARE,         /* x ** 2, x ** 3, x ** -2: torch multiplies instead of calling pow */
     EW_POW_CUBE,
     EW_POW_INV_SQUARE,
-    EW_POW_SCALAR,     /* x ** e for any other scalar e */
-    EW_ROUND_DECIMALS, /* round(x, decimals > 0): P0 = 10^decimals */
+    EW_POW_SCALAR,         /* x ** e for any other scalar e */
+    EW_ROUND_DECIMALS,     /* round(x, decimals > 0): P0 = 10^decimals */
     EW_ROUND_NEG_DECIMALS, /* round(x, decimals < 0): P0 = 10^-decimals */
     EW_NUM_VARIANTS
 };
@@ -51,14 +52,14 @@ typedef struct ew_ctx {
 
 static void ew_flag_zero_division(const ew_ctx *ctx) { __atomic_store_n(ctx->zero_division, 1, __ATOMIC_RELAXED); }
 
-#define EW_PARAMS(VT)                                   \
-    const ew_ctx *ctx = (const ew_ctx *)ctxp;           \
-    VT P0, P1, P2;                                      \
-    memcpy(&P0, ctx->param[0], sizeof P0);              \
-    memcpy(&P1, ctx->param[1], sizeof P1);              \
-    memcpy(&P2, ctx->param[2], sizeof P2);              \
-    (void)P0;                                           \
-    (void)P1;                                           \
+#define EW_PARAMS(VT)                         \
+    const ew_ctx *ctx = (const ew_ctx *)ctxp; \
+    VT P0, P1, P2;                            \
+    memcpy(&P0, ctx->param[0], sizeof P0);    \
+    memcpy(&P1, ctx->param[1], sizeof P1);    \
+    memcpy(&P2, ctx->param[2], sizeof P2);    \
+    (void)P0;                                 \
+    (void)P1;                                 \
     (void)P2
 
 #define SZ(T) ((int64_t)sizeof(T))
@@ -66,77 +67,77 @@ static void ew_flag_zero_division(const ew_ctx *ctx) { __atomic_store_n(ctx->zer
 /* ------------------------------------------------------------------ loop generators */
 
 /* out = EXPR(x) */
-#define DEF_UNARY(ID, SUF, CT, VT, OSUF, OCT, EXPR)                                               \
-    static void ew_##ID##_##SUF(char **d, const int64_t *s, int64_t n, const void *ctxp) {        \
-        EW_PARAMS(VT);                                                                            \
-        if (s[0] == SZ(OCT) && s[1] == SZ(CT)) {                                                  \
-            OCT *o = (OCT *)d[0];                                                                 \
-            const CT *in = (const CT *)d[1];                                                      \
-            for (int64_t k = 0; k < n; k++) {                                                     \
-                VT x = AMPC_LOAD_##SUF(in + k);                                                   \
-                AMPC_STORE_##OSUF(o + k, (EXPR));                                                 \
-            }                                                                                     \
-        } else {                                                                                  \
-            for (int64_t k = 0; k < n; k++) {                                                     \
-                VT x = AMPC_LOAD_##SUF(d[1] + k * s[1]);                                          \
-                AMPC_STORE_##OSUF(d[0] + k * s[0], (EXPR));                                       \
-            }                                                                                     \
-        }                                                                                         \
+#define DEF_UNARY(ID, SUF, CT, VT, OSUF, OCT, EXPR)                                        \
+    static void ew_##ID##_##SUF(char **d, const int64_t *s, int64_t n, const void *ctxp) { \
+        EW_PARAMS(VT);                                                                     \
+        if (s[0] == SZ(OCT) && s[1] == SZ(CT)) {                                           \
+            OCT *o = (OCT *)d[0];                                                          \
+            const CT *in = (const CT *)d[1];                                               \
+            for (int64_t k = 0; k < n; k++) {                                              \
+                VT x = AMPC_LOAD_##SUF(in + k);                                            \
+                AMPC_STORE_##OSUF(o + k, (EXPR));                                          \
+            }                                                                              \
+        } else {                                                                           \
+            for (int64_t k = 0; k < n; k++) {                                              \
+                VT x = AMPC_LOAD_##SUF(d[1] + k * s[1]);                                   \
+                AMPC_STORE_##OSUF(d[0] + k * s[0], (EXPR));                                \
+            }                                                                              \
+        }                                                                                  \
     }
 
 /* One row of out = EXPR(a, b) where the operand named FIXED is the constant FIXED_VALUE and the
  * other (VAR, at d[VAR_SLOT]) runs along the row. */
-#define EW_ROW_WITH_CONSTANT(SUF, CT, VT, OSUF, OCT, EXPR, FIXED, FIXED_VALUE, VAR, VAR_SLOT)      \
-    {                                                                                             \
-        const VT FIXED = (FIXED_VALUE);                                                           \
-        if (s[0] == SZ(OCT) && s[VAR_SLOT] == SZ(CT)) {                                           \
-            OCT *o = (OCT *)d[0];                                                                 \
-            const CT *pv = (const CT *)d[VAR_SLOT];                                               \
-            for (int64_t k = 0; k < n; k++) {                                                     \
-                VT VAR = AMPC_LOAD_##SUF(pv + k);                                                 \
-                AMPC_STORE_##OSUF(o + k, (EXPR));                                                 \
-            }                                                                                     \
-        } else {                                                                                  \
-            for (int64_t k = 0; k < n; k++) {                                                     \
-                VT VAR = AMPC_LOAD_##SUF(d[VAR_SLOT] + k * s[VAR_SLOT]);                          \
-                AMPC_STORE_##OSUF(d[0] + k * s[0], (EXPR));                                       \
-            }                                                                                     \
-        }                                                                                         \
+#define EW_ROW_WITH_CONSTANT(SUF, CT, VT, OSUF, OCT, EXPR, FIXED, FIXED_VALUE, VAR, VAR_SLOT) \
+    {                                                                                         \
+        const VT FIXED = (FIXED_VALUE);                                                       \
+        if (s[0] == SZ(OCT) && s[VAR_SLOT] == SZ(CT)) {                                       \
+            OCT *o = (OCT *)d[0];                                                             \
+            const CT *pv = (const CT *)d[VAR_SLOT];                                           \
+            for (int64_t k = 0; k < n; k++) {                                                 \
+                VT VAR = AMPC_LOAD_##SUF(pv + k);                                             \
+                AMPC_STORE_##OSUF(o + k, (EXPR));                                             \
+            }                                                                                 \
+        } else {                                                                              \
+            for (int64_t k = 0; k < n; k++) {                                                 \
+                VT VAR = AMPC_LOAD_##SUF(d[VAR_SLOT] + k * s[VAR_SLOT]);                      \
+                AMPC_STORE_##OSUF(d[0] + k * s[0], (EXPR));                                   \
+            }                                                                                 \
+        }                                                                                     \
     }
 
 /* out = EXPR(a, b): ew_ID_SUF over (out, a, b), ew_ID_sb_SUF over (out, a) with b = P2. */
-#define DEF_BINARY(ID, SUF, CT, VT, OSUF, OCT, EXPR)                                              \
-    static void ew_##ID##_##SUF(char **d, const int64_t *s, int64_t n, const void *ctxp) {        \
-        EW_PARAMS(VT);                                                                            \
-        if (s[0] == SZ(OCT) && s[1] == SZ(CT) && s[2] == SZ(CT)) {                                \
-            OCT *o = (OCT *)d[0];                                                                 \
-            const CT *pa = (const CT *)d[1], *pb = (const CT *)d[2];                              \
-            for (int64_t k = 0; k < n; k++) {                                                     \
-                VT a = AMPC_LOAD_##SUF(pa + k), b = AMPC_LOAD_##SUF(pb + k);                      \
-                AMPC_STORE_##OSUF(o + k, (EXPR));                                                 \
-            }                                                                                     \
-        } else if (s[2] == 0) {                                                                   \
-            EW_ROW_WITH_CONSTANT(SUF, CT, VT, OSUF, OCT, EXPR, b, AMPC_LOAD_##SUF(d[2]), a, 1)    \
-        } else if (s[1] == 0) {                                                                   \
-            EW_ROW_WITH_CONSTANT(SUF, CT, VT, OSUF, OCT, EXPR, a, AMPC_LOAD_##SUF(d[1]), b, 2)    \
-        } else {                                                                                  \
-            for (int64_t k = 0; k < n; k++) {                                                     \
-                VT a = AMPC_LOAD_##SUF(d[1] + k * s[1]), b = AMPC_LOAD_##SUF(d[2] + k * s[2]);    \
-                AMPC_STORE_##OSUF(d[0] + k * s[0], (EXPR));                                       \
-            }                                                                                     \
-        }                                                                                         \
-    }                                                                                             \
-    static void ew_##ID##_sb_##SUF(char **d, const int64_t *s, int64_t n, const void *ctxp) {     \
-        EW_PARAMS(VT);                                                                            \
-        EW_ROW_WITH_CONSTANT(SUF, CT, VT, OSUF, OCT, EXPR, b, P2, a, 1)                           \
+#define DEF_BINARY(ID, SUF, CT, VT, OSUF, OCT, EXPR)                                           \
+    static void ew_##ID##_##SUF(char **d, const int64_t *s, int64_t n, const void *ctxp) {     \
+        EW_PARAMS(VT);                                                                         \
+        if (s[0] == SZ(OCT) && s[1] == SZ(CT) && s[2] == SZ(CT)) {                             \
+            OCT *o = (OCT *)d[0];                                                              \
+            const CT *pa = (const CT *)d[1], *pb = (const CT *)d[2];                           \
+            for (int64_t k = 0; k < n; k++) {                                                  \
+                VT a = AMPC_LOAD_##SUF(pa + k), b = AMPC_LOAD_##SUF(pb + k);                   \
+                AMPC_STORE_##OSUF(o + k, (EXPR));                                              \
+            }                                                                                  \
+        } else if (s[2] == 0) {                                                                \
+            EW_ROW_WITH_CONSTANT(SUF, CT, VT, OSUF, OCT, EXPR, b, AMPC_LOAD_##SUF(d[2]), a, 1) \
+        } else if (s[1] == 0) {                                                                \
+            EW_ROW_WITH_CONSTANT(SUF, CT, VT, OSUF, OCT, EXPR, a, AMPC_LOAD_##SUF(d[1]), b, 2) \
+        } else {                                                                               \
+            for (int64_t k = 0; k < n; k++) {                                                  \
+                VT a = AMPC_LOAD_##SUF(d[1] + k * s[1]), b = AMPC_LOAD_##SUF(d[2] + k * s[2]); \
+                AMPC_STORE_##OSUF(d[0] + k * s[0], (EXPR));                                    \
+            }                                                                                  \
+        }                                                                                      \
+    }                                                                                          \
+    static void ew_##ID##_sb_##SUF(char **d, const int64_t *s, int64_t n, const void *ctxp) {  \
+        EW_PARAMS(VT);                                                                         \
+        EW_ROW_WITH_CONSTANT(SUF, CT, VT, OSUF, OCT, EXPR, b, P2, a, 1)                        \
     }
 
 /* A non-commutative op also gets ew_ID_sa_SUF over (out, b) with a = P2 (`2 - x`, `2 ** x`). */
-#define DEF_BINARY_NC(ID, SUF, CT, VT, OSUF, OCT, EXPR)                                           \
-    DEF_BINARY(ID, SUF, CT, VT, OSUF, OCT, EXPR)                                                  \
-    static void ew_##ID##_sa_##SUF(char **d, const int64_t *s, int64_t n, const void *ctxp) {     \
-        EW_PARAMS(VT);                                                                            \
-        EW_ROW_WITH_CONSTANT(SUF, CT, VT, OSUF, OCT, EXPR, a, P2, b, 1)                           \
+#define DEF_BINARY_NC(ID, SUF, CT, VT, OSUF, OCT, EXPR)                                       \
+    DEF_BINARY(ID, SUF, CT, VT, OSUF, OCT, EXPR)                                              \
+    static void ew_##ID##_sa_##SUF(char **d, const int64_t *s, int64_t n, const void *ctxp) { \
+        EW_PARAMS(VT);                                                                        \
+        EW_ROW_WITH_CONSTANT(SUF, CT, VT, OSUF, OCT, EXPR, a, P2, b, 1)                       \
     }
 
 /* ------------------------------------------------------------------ the ops, per dtype group
@@ -147,108 +148,108 @@ static void ew_flag_zero_division(const ew_ctx *ctx) { __atomic_store_n(ctx->zer
 #define LIBM(MS, fn) LIBM_##MS(fn)
 
 /* floating dtypes; MS picks the float (f) or double (d) flavour of the math functions */
-#define FLOAT_OPS(X, MS)                                                  \
-    X(U, EXP, LIBM(MS, exp)(x))                                           \
-    X(U, LOG, LIBM(MS, log)(x))                                           \
-    X(U, SQRT, LIBM(MS, sqrt)(x))                                         \
-    X(U, RSQRT, ampc_math_rsqrt_##MS(x))                                       \
-    X(U, RECIPROCAL, ampc_math_reciprocal_##MS(x))                             \
-    X(U, SIGMOID, ampc_math_sigmoid_##MS(x))                                   \
-    X(U, TANH, LIBM(MS, tanh)(x))                                         \
-    X(U, RELU, ampc_math_relu_##MS(x))                                         \
-    X(U, GELU, ampc_math_gelu_##MS(x))                                         \
-    X(U, GELU_TANH, ampc_math_gelu_tanh_##MS(x))                               \
-    X(U, SILU, ampc_math_silu_##MS(x))                                         \
-    X(U, SOFTPLUS, ampc_math_softplus_##MS(x, P0, P1))                         \
-    X(U, SIN, LIBM(MS, sin)(x))                                           \
-    X(U, COS, LIBM(MS, cos)(x))                                           \
-    X(U, ERF, LIBM(MS, erf)(x))                                           \
-    X(U, NEG, -x)                                                         \
-    X(U, ABS, LIBM(MS, fabs)(x))                                          \
-    X(U, SIGN, ampc_math_sign_##MS(x))                                         \
-    X(U, FLOOR, LIBM(MS, floor)(x))                                       \
-    X(U, CEIL, LIBM(MS, ceil)(x))                                         \
-    X(U, ROUND, ampc_math_round_##MS(x))                                       \
-    X(U, ROUND_DECIMALS, ampc_math_round_##MS(x * P0) / P0)                    \
-    X(U, ROUND_NEG_DECIMALS, ampc_math_round_##MS(x / P0) * P0)                \
-    X(U, CLAMP, ampc_math_clamp_##MS(x, P0, P1))                               \
-    X(U, POW_SQUARE, x * x)                                               \
-    X(U, POW_CUBE, x * x * x)                                             \
-    X(U, POW_INV_SQUARE, 1 / (x * x))                                     \
-    X(UB, LOGICAL_NOT, x == 0)                                            \
-    X(UB, ISFINITE, isfinite(x))                                          \
-    X(UB, ISNAN, isnan(x))                                                \
-    X(UB, ISINF, isinf(x))                                                \
-    X(B, ADD, a + b)                                                      \
-    X(BNC, ADD_ALPHA, a + P0 * b)                                         \
-    X(BNC, SUB, a - b)                                                    \
-    X(BNC, SUB_ALPHA, a - P0 * b)                                         \
-    X(B, MUL, a * b)                                                      \
-    X(BNC, DIV, a / b)                                                    \
-    X(BNC, DIV_TRUNC, ampc_math_trunc_divide_##MS(a, b))                       \
-    X(BNC, DIV_FLOOR, ampc_math_floor_divide_##MS(a, b))                       \
-    X(BNC, REMAINDER, ampc_math_remainder_##MS(a, b))                          \
-    X(BNC, POW, LIBM(MS, pow)(a, b))                                      \
-    X(B, MAXIMUM, ampc_math_maximum_##MS(a, b))                                \
-    X(B, MINIMUM, ampc_math_minimum_##MS(a, b))                                \
-    X(BNC, ATAN2, LIBM(MS, atan2)(a, b))                                  \
+#define FLOAT_OPS(X, MS)                                        \
+    X(U, EXP, LIBM(MS, exp)(x))                                 \
+    X(U, LOG, LIBM(MS, log)(x))                                 \
+    X(U, SQRT, LIBM(MS, sqrt)(x))                               \
+    X(U, RSQRT, ampc_math_rsqrt_##MS(x))                        \
+    X(U, RECIPROCAL, ampc_math_reciprocal_##MS(x))              \
+    X(U, SIGMOID, ampc_math_sigmoid_##MS(x))                    \
+    X(U, TANH, LIBM(MS, tanh)(x))                               \
+    X(U, RELU, ampc_math_relu_##MS(x))                          \
+    X(U, GELU, ampc_math_gelu_##MS(x))                          \
+    X(U, GELU_TANH, ampc_math_gelu_tanh_##MS(x))                \
+    X(U, SILU, ampc_math_silu_##MS(x))                          \
+    X(U, SOFTPLUS, ampc_math_softplus_##MS(x, P0, P1))          \
+    X(U, SIN, LIBM(MS, sin)(x))                                 \
+    X(U, COS, LIBM(MS, cos)(x))                                 \
+    X(U, ERF, LIBM(MS, erf)(x))                                 \
+    X(U, NEG, -x)                                               \
+    X(U, ABS, LIBM(MS, fabs)(x))                                \
+    X(U, SIGN, ampc_math_sign_##MS(x))                          \
+    X(U, FLOOR, LIBM(MS, floor)(x))                             \
+    X(U, CEIL, LIBM(MS, ceil)(x))                               \
+    X(U, ROUND, ampc_math_round_##MS(x))                        \
+    X(U, ROUND_DECIMALS, ampc_math_round_##MS(x * P0) / P0)     \
+    X(U, ROUND_NEG_DECIMALS, ampc_math_round_##MS(x / P0) * P0) \
+    X(U, CLAMP, ampc_math_clamp_##MS(x, P0, P1))                \
+    X(U, POW_SQUARE, x * x)                                     \
+    X(U, POW_CUBE, x * x * x)                                   \
+    X(U, POW_INV_SQUARE, 1 / (x * x))                           \
+    X(UB, LOGICAL_NOT, x == 0)                                  \
+    X(UB, ISFINITE, isfinite(x))                                \
+    X(UB, ISNAN, isnan(x))                                      \
+    X(UB, ISINF, isinf(x))                                      \
+    X(B, ADD, a + b)                                            \
+    X(BNC, ADD_ALPHA, a + P0 * b)                               \
+    X(BNC, SUB, a - b)                                          \
+    X(BNC, SUB_ALPHA, a - P0 * b)                               \
+    X(B, MUL, a * b)                                            \
+    X(BNC, DIV, a / b)                                          \
+    X(BNC, DIV_TRUNC, ampc_math_trunc_divide_##MS(a, b))        \
+    X(BNC, DIV_FLOOR, ampc_math_floor_divide_##MS(a, b))        \
+    X(BNC, REMAINDER, ampc_math_remainder_##MS(a, b))           \
+    X(BNC, POW, LIBM(MS, pow)(a, b))                            \
+    X(B, MAXIMUM, ampc_math_maximum_##MS(a, b))                 \
+    X(B, MINIMUM, ampc_math_minimum_##MS(a, b))                 \
+    X(BNC, ATAN2, LIBM(MS, atan2)(a, b))                        \
     COMMON_BOOL_OUT_OPS(X)
 
 /* comparisons and logical ops: every dtype, bool out. LT/LE/GT/GE with a scalar on the left
  * swap to GT/GE/LT/LE, so only the commutative form is generated. */
-#define COMMON_BOOL_OUT_OPS(X)         \
+#define COMMON_BOOL_OUT_OPS(X)              \
     X(BB, LOGICAL_AND, (a != 0) & (b != 0)) \
     X(BB, LOGICAL_OR, (a != 0) | (b != 0))  \
-    X(BB, EQ, a == b)                  \
-    X(BB, NE, a != b)                  \
-    X(BB, LT, a < b)                   \
-    X(BB, LE, a <= b)                  \
-    X(BB, GT, a > b)                   \
+    X(BB, EQ, a == b)                       \
+    X(BB, NE, a != b)                       \
+    X(BB, LT, a < b)                        \
+    X(BB, LE, a <= b)                       \
+    X(BB, GT, a > b)                        \
     X(BB, GE, a >= b)
 
 /* integer dtypes: S the type suffix of the helpers (wrapping arithmetic, no division traps) */
 #define ZERO_CHECKED(S, fn) (b == 0 ? (ew_flag_zero_division(ctx), (VT_##S)0) : ampc_math_##fn##_##S(a, b))
-#define INT_OPS(X, S)                                                              \
-    X(U, NEG, ampc_math_wrap_neg_##S(x))                                                \
-    X(U, ABS, ampc_math_abs_##S(x))                                                     \
-    X(U, SIGN, ampc_math_sign_##S(x))                                                   \
-    X(U, RELU, ampc_math_relu_##S(x))                                                   \
-    X(U, CLAMP, ampc_math_clamp_##S(x, P0, P1))                                         \
-    X(U, POW_SQUARE, ampc_math_wrap_mul_##S(x, x))                                      \
-    X(U, POW_CUBE, ampc_math_wrap_mul_##S(ampc_math_wrap_mul_##S(x, x), x))                  \
-    X(U, POW_SCALAR, ampc_math_powi_##S(x, P2))                                         \
-    X(UB, LOGICAL_NOT, x == 0)                                                     \
-    X(B, ADD, ampc_math_wrap_add_##S(a, b))                                             \
-    X(BNC, ADD_ALPHA, ampc_math_wrap_add_##S(a, ampc_math_wrap_mul_##S(P0, b)))              \
-    X(BNC, SUB, ampc_math_wrap_sub_##S(a, b))                                           \
-    X(BNC, SUB_ALPHA, ampc_math_wrap_sub_##S(a, ampc_math_wrap_mul_##S(P0, b)))              \
-    X(B, MUL, ampc_math_wrap_mul_##S(a, b))                                             \
-    X(BNC, DIV_TRUNC, ZERO_CHECKED(S, trunc_divide))                               \
-    X(BNC, DIV_FLOOR, ZERO_CHECKED(S, floor_divide))                               \
-    X(BNC, REMAINDER, ZERO_CHECKED(S, remainder))                                  \
-    X(BNC, POW, ampc_math_powi_##S(a, b))                                               \
-    X(B, MAXIMUM, a < b ? b : a)                                                   \
-    X(B, MINIMUM, b < a ? b : a)                                                   \
-    X(B, BITWISE_AND, a & b)                                                       \
-    X(B, BITWISE_OR, a | b)                                                        \
-    X(B, BITWISE_XOR, a ^ b)                                                       \
+#define INT_OPS(X, S)                                                           \
+    X(U, NEG, ampc_math_wrap_neg_##S(x))                                        \
+    X(U, ABS, ampc_math_abs_##S(x))                                             \
+    X(U, SIGN, ampc_math_sign_##S(x))                                           \
+    X(U, RELU, ampc_math_relu_##S(x))                                           \
+    X(U, CLAMP, ampc_math_clamp_##S(x, P0, P1))                                 \
+    X(U, POW_SQUARE, ampc_math_wrap_mul_##S(x, x))                              \
+    X(U, POW_CUBE, ampc_math_wrap_mul_##S(ampc_math_wrap_mul_##S(x, x), x))     \
+    X(U, POW_SCALAR, ampc_math_powi_##S(x, P2))                                 \
+    X(UB, LOGICAL_NOT, x == 0)                                                  \
+    X(B, ADD, ampc_math_wrap_add_##S(a, b))                                     \
+    X(BNC, ADD_ALPHA, ampc_math_wrap_add_##S(a, ampc_math_wrap_mul_##S(P0, b))) \
+    X(BNC, SUB, ampc_math_wrap_sub_##S(a, b))                                   \
+    X(BNC, SUB_ALPHA, ampc_math_wrap_sub_##S(a, ampc_math_wrap_mul_##S(P0, b))) \
+    X(B, MUL, ampc_math_wrap_mul_##S(a, b))                                     \
+    X(BNC, DIV_TRUNC, ZERO_CHECKED(S, trunc_divide))                            \
+    X(BNC, DIV_FLOOR, ZERO_CHECKED(S, floor_divide))                            \
+    X(BNC, REMAINDER, ZERO_CHECKED(S, remainder))                               \
+    X(BNC, POW, ampc_math_powi_##S(a, b))                                       \
+    X(B, MAXIMUM, a < b ? b : a)                                                \
+    X(B, MINIMUM, b < a ? b : a)                                                \
+    X(B, BITWISE_AND, a & b)                                                    \
+    X(B, BITWISE_OR, a | b)                                                     \
+    X(B, BITWISE_XOR, a ^ b)                                                    \
     COMMON_BOOL_OUT_OPS(X)
 #define VT_i64 int64_t
 #define VT_i32 int32_t
 #define VT_u8 uint8_t
 
 /* bool: + and max are or, * and min are and */
-#define BOOL_OPS(X)                          \
-    X(U, SIGN, x)                            \
-    X(UB, LOGICAL_NOT, !x)                   \
-    X(B, ADD, a | b)                         \
-    X(BNC, ADD_ALPHA, a | (P0 & b))          \
-    X(B, MUL, a & b)                         \
-    X(B, MAXIMUM, a | b)                     \
-    X(B, MINIMUM, a & b)                     \
-    X(B, BITWISE_AND, a & b)                 \
-    X(B, BITWISE_OR, a | b)                  \
-    X(B, BITWISE_XOR, a != b)                \
+#define BOOL_OPS(X)                 \
+    X(U, SIGN, x)                   \
+    X(UB, LOGICAL_NOT, !x)          \
+    X(B, ADD, a | b)                \
+    X(BNC, ADD_ALPHA, a | (P0 & b)) \
+    X(B, MUL, a & b)                \
+    X(B, MAXIMUM, a | b)            \
+    X(B, MINIMUM, a & b)            \
+    X(B, BITWISE_AND, a & b)        \
+    X(B, BITWISE_OR, a | b)         \
+    X(B, BITWISE_XOR, a != b)       \
     COMMON_BOOL_OUT_OPS(X)
 
 /* Instantiation: KIND selects the generator. SUF/CT/VT come from the enclosing dtype. */
@@ -275,6 +276,27 @@ INT_OPS(GEN_i64, i64)
 INT_OPS(GEN_i32, i32)
 INT_OPS(GEN_u8, u8)
 BOOL_OPS(GEN_b8)
+
+/* torch's CPU floor division of fp16/bf16 tensors runs on Vectorized<Half/BFloat16>, which rounds
+ * to the 16-bit type after every step of the formula; only a scalar divisor takes the float
+ * path. This mirrors the stepwise form so the results agree bit for bit. */
+static inline float round_f16(float x) { return ampc_half_to_f32(ampc_f32_to_half(x)); }
+static inline float round_bf16(float x) { return ampc_bf16_to_f32(ampc_f32_to_bf16(x)); }
+#define DEF_FLOOR_DIVIDE_STEPWISE(S)                                              \
+    static inline float floor_divide_stepwise_##S(float a, float b) {             \
+        if (b == 0) return a / b;                                                 \
+        float mod = round_##S(fmodf(a, b));                                       \
+        float div = round_##S(round_##S(a - mod) / b);                            \
+        if (mod != 0 && ((b < 0) != (mod < 0))) div = round_##S(div - 1);         \
+        if (div == 0) return copysignf(0, round_##S(a / b));                      \
+        float floordiv = floorf(div);                                             \
+        if (round_##S(div - floordiv) > 0.5f) floordiv = round_##S(floordiv + 1); \
+        return floordiv;                                                          \
+    }
+DEF_FLOOR_DIVIDE_STEPWISE(f16)
+DEF_FLOOR_DIVIDE_STEPWISE(bf16)
+DEF_BINARY_NC(DIV_FLOOR_STEPWISE, f16, ampc_half, float, f16, ampc_half, floor_divide_stepwise_f16(a, b))
+DEF_BINARY_NC(DIV_FLOOR_STEPWISE, bf16, ampc_bfloat16, float, bf16, ampc_bfloat16, floor_divide_stepwise_bf16(a, b))
 
 /* x ** e for a scalar e: float32 goes through double like torch's std::pow(float, double); the
  * other floating dtypes use their own opmath type with e already rounded by the frontend. */
@@ -317,6 +339,8 @@ static void fill_loop_tables(void) {
     REG_U(POW_SCALAR, f16, AMPC_FLOAT16)
     REG_U(POW_SCALAR, bf16, AMPC_BFLOAT16)
     REG_U(POW_SCALAR, f64, AMPC_FLOAT64)
+    REG_BNC(DIV_FLOOR_STEPWISE, f16, AMPC_FLOAT16)
+    REG_BNC(DIV_FLOOR_STEPWISE, bf16, AMPC_BFLOAT16)
 }
 
 /* ------------------------------------------------------------------ parameters */
@@ -387,15 +411,10 @@ static ampc_scalar clamp_open_bound(ampc_dtype dt, bool upper) {
     }
 }
 
-static const char *torch_type_name(ampc_dtype dt) {
-    static const char *const names[AMPC_NUM_DTYPES] = {"Float", "Half", "BFloat16", "Double",
-                                                       "Long",  "Int",  "Byte",     "Bool"};
-    return ampc_dtype_is_valid(dt) ? names[dt] : "Undefined";
-}
-
+/* The frontend rejects unsupported dtypes with PyTorch's messages first; this is the backstop. */
 static ampc_status no_loop(ampc_op op, ampc_dtype dt) {
-    return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"%s_cpu\" not implemented for '%s'", ampc_op_name(op),
-                          torch_type_name(dt));
+    return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: the CPU backend has no kernel for dtype %s", ampc_op_name(op),
+                          ampc_dtype_name(dt));
 }
 
 static ampc_status check_cpu(ampc_op op, const ampc_kernel_args *a) {
@@ -487,7 +506,8 @@ static ampc_status cpu_binary(ampc_op op, const ampc_kernel_args *a) {
     if (op == AMPC_OP_ADD && a->scalars[0].kind != AMPC_SCALAR_NONE && alpha != 1) variant = EW_ADD_ALPHA;
     if (op == AMPC_OP_SUB && a->scalars[0].kind != AMPC_SCALAR_NONE && alpha != 1) variant = EW_SUB_ALPHA;
     if (op == AMPC_OP_DIV && a->ints[0] == 1) variant = EW_DIV_TRUNC;
-    if (op == AMPC_OP_DIV && a->ints[0] == 2) variant = EW_DIV_FLOOR;
+    if (op == AMPC_OP_DIV && a->ints[0] == 2)
+        variant = (dt == AMPC_FLOAT16 || dt == AMPC_BFLOAT16) && tb ? EW_DIV_FLOOR_STEPWISE : EW_DIV_FLOOR;
 
     ew_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
@@ -533,52 +553,52 @@ typedef struct where_ctx {
     _Alignas(8) unsigned char a[8], b[8]; /* scalar operands, already in the output dtype */
 } where_ctx;
 
-#define DEF_WHERE(BITS)                                                                            \
-    typedef uint##BITS##_t w##BITS##_t;                                                           \
-    static void where_##BITS(char **d, const int64_t *s, int64_t n, const void *c) {              \
-        (void)c;                                                                                  \
-        const int64_t sz = BITS / 8;                                                              \
-        if (s[0] == sz && s[1] == 1 && s[2] == sz && s[3] == sz) {                                \
-            w##BITS##_t *o = (w##BITS##_t *)d[0];                                                 \
-            const bool *m = (const bool *)d[1];                                                   \
-            const w##BITS##_t *x = (const w##BITS##_t *)d[2], *y = (const w##BITS##_t *)d[3];     \
-            for (int64_t k = 0; k < n; k++) o[k] = m[k] ? x[k] : y[k];                            \
-        } else {                                                                                  \
-            for (int64_t k = 0; k < n; k++) {                                                     \
+#define DEF_WHERE(BITS)                                                                                 \
+    typedef uint##BITS##_t w##BITS##_t;                                                                 \
+    static void where_##BITS(char **d, const int64_t *s, int64_t n, const void *c) {                    \
+        (void)c;                                                                                        \
+        const int64_t sz = BITS / 8;                                                                    \
+        if (s[0] == sz && s[1] == 1 && s[2] == sz && s[3] == sz) {                                      \
+            w##BITS##_t *o = (w##BITS##_t *)d[0];                                                       \
+            const bool *m = (const bool *)d[1];                                                         \
+            const w##BITS##_t *x = (const w##BITS##_t *)d[2], *y = (const w##BITS##_t *)d[3];           \
+            for (int64_t k = 0; k < n; k++) o[k] = m[k] ? x[k] : y[k];                                  \
+        } else {                                                                                        \
+            for (int64_t k = 0; k < n; k++) {                                                           \
                 const char *src = *(const bool *)(d[1] + k * s[1]) ? d[2] + k * s[2] : d[3] + k * s[3]; \
-                memcpy(d[0] + k * s[0], src, sz);                                                 \
-            }                                                                                     \
-        }                                                                                         \
-    }                                                                                             \
-    /* one operand a scalar: FIXED_FIRST says whether it is the "true" branch */                  \
-    static void where_scalar_##BITS(char **d, const int64_t *s, int64_t n, const void *c,         \
-                                    bool scalar_is_true_branch, const unsigned char *value) {     \
-        (void)c;                                                                                  \
-        w##BITS##_t v;                                                                            \
-        memcpy(&v, value, sizeof v);                                                              \
-        for (int64_t k = 0; k < n; k++) {                                                         \
-            bool m = *(const bool *)(d[1] + k * s[1]);                                            \
-            w##BITS##_t t;                                                                        \
-            memcpy(&t, d[2] + k * s[2], sizeof t);                                                \
-            w##BITS##_t r = (m == scalar_is_true_branch) ? v : t;                                 \
-            memcpy(d[0] + k * s[0], &r, sizeof r);                                                \
-        }                                                                                         \
-    }                                                                                             \
-    static void where_sa_##BITS(char **d, const int64_t *s, int64_t n, const void *c) {           \
-        where_scalar_##BITS(d, s, n, c, true, ((const where_ctx *)c)->a);                         \
-    }                                                                                             \
-    static void where_sb_##BITS(char **d, const int64_t *s, int64_t n, const void *c) {           \
-        where_scalar_##BITS(d, s, n, c, false, ((const where_ctx *)c)->b);                        \
-    }                                                                                             \
-    static void where_ss_##BITS(char **d, const int64_t *s, int64_t n, const void *c) {           \
-        const where_ctx *w = (const where_ctx *)c;                                                \
-        w##BITS##_t va, vb;                                                                       \
-        memcpy(&va, w->a, sizeof va);                                                             \
-        memcpy(&vb, w->b, sizeof vb);                                                             \
-        for (int64_t k = 0; k < n; k++) {                                                         \
-            w##BITS##_t r = *(const bool *)(d[1] + k * s[1]) ? va : vb;                           \
-            memcpy(d[0] + k * s[0], &r, sizeof r);                                                \
-        }                                                                                         \
+                memcpy(d[0] + k * s[0], src, sz);                                                       \
+            }                                                                                           \
+        }                                                                                               \
+    }                                                                                                   \
+    /* one operand a scalar: FIXED_FIRST says whether it is the "true" branch */                        \
+    static void where_scalar_##BITS(char **d, const int64_t *s, int64_t n, const void *c,               \
+                                    bool scalar_is_true_branch, const unsigned char *value) {           \
+        (void)c;                                                                                        \
+        w##BITS##_t v;                                                                                  \
+        memcpy(&v, value, sizeof v);                                                                    \
+        for (int64_t k = 0; k < n; k++) {                                                               \
+            bool m = *(const bool *)(d[1] + k * s[1]);                                                  \
+            w##BITS##_t t;                                                                              \
+            memcpy(&t, d[2] + k * s[2], sizeof t);                                                      \
+            w##BITS##_t r = (m == scalar_is_true_branch) ? v : t;                                       \
+            memcpy(d[0] + k * s[0], &r, sizeof r);                                                      \
+        }                                                                                               \
+    }                                                                                                   \
+    static void where_sa_##BITS(char **d, const int64_t *s, int64_t n, const void *c) {                 \
+        where_scalar_##BITS(d, s, n, c, true, ((const where_ctx *)c)->a);                               \
+    }                                                                                                   \
+    static void where_sb_##BITS(char **d, const int64_t *s, int64_t n, const void *c) {                 \
+        where_scalar_##BITS(d, s, n, c, false, ((const where_ctx *)c)->b);                              \
+    }                                                                                                   \
+    static void where_ss_##BITS(char **d, const int64_t *s, int64_t n, const void *c) {                 \
+        const where_ctx *w = (const where_ctx *)c;                                                      \
+        w##BITS##_t va, vb;                                                                             \
+        memcpy(&va, w->a, sizeof va);                                                                   \
+        memcpy(&vb, w->b, sizeof vb);                                                                   \
+        for (int64_t k = 0; k < n; k++) {                                                               \
+            w##BITS##_t r = *(const bool *)(d[1] + k * s[1]) ? va : vb;                                 \
+            memcpy(d[0] + k * s[0], &r, sizeof r);                                                      \
+        }                                                                                               \
     }
 DEF_WHERE(8)
 DEF_WHERE(16)

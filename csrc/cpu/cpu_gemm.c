@@ -5,7 +5,7 @@
  *   float32/float64  CBLAS (OpenBLAS) when the build has it, operands passed as they lie when
  *                    BLAS can read them (row-major with a leading dimension, or transposed);
  *                    else ampc's blocked kernel (cpu_gemm_blocked.c), which takes any strides.
- *   bfloat16         the AVX512-BF16 kernel (cpu_gemm_avx512.c) where the CPU has it; else
+ *   bfloat16         the AMX tile kernel (cpu_gemm_amx.c) where the CPU and OS offer it; else
  *   float16          A and B widened to fp32, the fp32 GEMM above, C rounded once at the end:
  *                    fp32 accumulation, as PyTorch does on the CPU.
  *   int64/int32/uint8  a plain loop in wrapping arithmetic of the element width (alpha and beta
@@ -41,9 +41,9 @@ bool ampc_cpu_gemm_has_blas(void) {
 #endif
 }
 
-bool ampc_cpu_gemm_has_avx512bf16(void) {
+bool ampc_cpu_gemm_has_amx(void) {
     static int supported = -1;
-    if (supported < 0) supported = ampc_cpu_gemm_avx512bf16_supported();
+    if (supported < 0) supported = ampc_cpu_gemm_amx_supported();
     return supported == 1;
 }
 
@@ -150,25 +150,25 @@ static ampc_status gemm_float(ampc_dtype dt, int64_t n, int64_t m, int64_t k, do
 
 /* ---------------------------------------------------------------- float16 / bfloat16 */
 
-/* fp32 copies of the current batch entry's operands and result. A source that is the same as
- * the previous entry's (a broadcast operand) is not widened again. */
+/* fp32 copies of the current batch entry's operands and result, reused across the batch. A
+ * source that is the same as the previous entry's (a broadcast operand) is not widened again. */
 typedef struct half_scratch {
     float *a32, *b32, *c32;
     gemm_mat a_src, b_src; /* what a32 / b32 hold, p NULL when nothing yet */
     gemm_mat a_w, b_w;     /* a32 / b32 as matrices */
 } half_scratch;
 
-#define WIDEN_LOOPS(LOAD)                                                                          \
-    do {                                                                                           \
-        if (col_major) {                                                                           \
-            _Pragma("omp parallel for if (rows * cols >= PARALLEL_WORK)")                          \
-            for (int64_t j = 0; j < cols; j++)                                                     \
-                for (int64_t i = 0; i < rows; i++) dst[j * rows + i] = LOAD(ELEM(src, i, j, 2));   \
-        } else {                                                                                   \
-            _Pragma("omp parallel for if (rows * cols >= PARALLEL_WORK)")                          \
-            for (int64_t i = 0; i < rows; i++)                                                     \
-                for (int64_t j = 0; j < cols; j++) dst[i * cols + j] = LOAD(ELEM(src, i, j, 2));   \
-        }                                                                                          \
+/* Serial on purpose: O(n^2) next to the GEMM's O(n^3), and an OpenMP team here would still be
+ * spinning when OpenBLAS starts its own threads on the same cores. */
+#define WIDEN_LOOPS(LOAD)                                                                        \
+    do {                                                                                         \
+        if (col_major) {                                                                         \
+            for (int64_t j = 0; j < cols; j++)                                                   \
+                for (int64_t i = 0; i < rows; i++) dst[j * rows + i] = LOAD(ELEM(src, i, j, 2)); \
+        } else {                                                                                 \
+            for (int64_t i = 0; i < rows; i++)                                                   \
+                for (int64_t j = 0; j < cols; j++) dst[i * cols + j] = LOAD(ELEM(src, i, j, 2)); \
+        }                                                                                        \
     } while (0)
 
 /* Widens a rows x cols fp16/bf16 matrix to fp32, keeping its orientation (column-major when
@@ -196,17 +196,21 @@ static ampc_status gemm_half(ampc_dtype dt, half_scratch *s, int64_t n, int64_t 
         beta = 0;
     }
     ampc_status st;
-    if (dt == AMPC_BFLOAT16 && gemm_backend == AMPC_CPU_GEMM_AUTO && ampc_cpu_gemm_has_avx512bf16()) {
-        st = ampc_cpu_gemm_bf16_avx512(n, m, k, (float)alpha, (const uint16_t *)a.p, a.rs, a.cs, (const uint16_t *)b.p,
-                                       b.rs, b.cs, (float)beta, c32, m);
+    if (dt == AMPC_BFLOAT16 && gemm_backend == AMPC_CPU_GEMM_AUTO && ampc_cpu_gemm_has_amx()) {
+        st = ampc_cpu_gemm_bf16_amx(n, m, k, (float)alpha, (const uint16_t *)a.p, a.rs, a.cs, (const uint16_t *)b.p,
+                                    b.rs, b.cs, (float)beta, c32, m);
     } else {
+        if (!s->a32) s->a32 = (float *)malloc(sizeof(float) * (size_t)(n * k + 1));
+        if (!s->b32) s->b32 = (float *)malloc(sizeof(float) * (size_t)(k * m + 1));
+        if (!s->a32 || !s->b32)
+            return ampc_set_error(AMPC_E_NOMEM, "gemm: out of memory for the fp32 copies of a %s matmul",
+                                  ampc_dtype_name(dt));
         if (!same_mat(a, s->a_src)) s->a_w = widen(s->a32, a, dt, n, k), s->a_src = a;
         if (!same_mat(b, s->b_src)) s->b_w = widen(s->b32, b, dt, k, m), s->b_src = b;
         st = gemm_float(AMPC_FLOAT32, n, m, k, alpha, s->a_w, s->b_w, beta, c32, m);
     }
     if (st != AMPC_OK) return st;
     /* the one rounding of each result */
-#pragma omp parallel for if (n * m >= PARALLEL_WORK)
     for (int64_t i = 0; i < n; i++) {
         char *row = c + i * ldc * 2;
         if (dt == AMPC_FLOAT16)
@@ -245,6 +249,15 @@ DEFINE_INT_GEMM(i32, int32_t, uint32_t)
 DEFINE_INT_GEMM(u8, uint8_t, uint8_t)
 
 /* ---------------------------------------------------------------- the kernel */
+
+/* alpha / beta of an integer GEMM: truncated toward zero like PyTorch, saturated (a C cast of
+ * an out-of-range double is undefined). */
+static int64_t int_coef(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
 
 static gemm_mat matrix_of(const ampc_tensor *t, int64_t offset) {
     gemm_mat mat = {(char *)t->storage->data + offset * (int64_t)ampc_dtype_itemsize(t->dtype),
@@ -293,19 +306,15 @@ static ampc_status cpu_gemm(ampc_op op, const ampc_kernel_args *args) {
         return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "gemm: not implemented for '%s'", ampc_dtype_name(dt));
     }
 
-    half_scratch hs = {0};
+    half_scratch hs = {0}; /* fp16/bf16: C accumulates in fp32 here; a32, b32 made on first use */
     if (dt == AMPC_FLOAT16 || dt == AMPC_BFLOAT16) {
-        hs.a32 = (float *)malloc(sizeof(float) * (size_t)(n * k + 1));
-        hs.b32 = (float *)malloc(sizeof(float) * (size_t)(k * m + 1));
         hs.c32 = (float *)malloc(sizeof(float) * (size_t)(n * m));
-        if (!hs.a32 || !hs.b32 || !hs.c32) {
-            free(hs.a32), free(hs.b32), free(hs.c32);
-            return ampc_set_error(AMPC_E_NOMEM, "gemm: out of memory for the fp32 copies of a %s matmul",
+        if (!hs.c32)
+            return ampc_set_error(AMPC_E_NOMEM, "gemm: out of memory for the fp32 result of a %s matmul",
                                   ampc_dtype_name(dt));
-        }
     }
     size_t item = ampc_dtype_itemsize(dt);
-    int64_t ialpha = (int64_t)alpha, ibeta = (int64_t)beta;
+    int64_t ialpha = int_coef(alpha), ibeta = int_coef(beta);
     ampc_status st = AMPC_OK;
     int64_t idx[AMPC_MAX_DIMS] = {0};
     for (int64_t e = 0; e < batch && st == AMPC_OK; e++) {
@@ -321,8 +330,11 @@ static ampc_status cpu_gemm(ampc_op op, const ampc_kernel_args *args) {
         switch (dt) {
         case AMPC_FLOAT32: case AMPC_FLOAT64:
             if (bias) /* C = bias, then BLAS's own beta */
-                for (int64_t i = 0; i < n; i++)
-                    for (int64_t j = 0; j < m; j++) memcpy(ELEM(mc, i, j, item), ELEM(mbias, i, j, item), item);
+                for (int64_t i = 0; i < n; i++) {
+                    if (mbias.cs == 1) memcpy(ELEM(mc, i, 0, item), ELEM(mbias, i, 0, item), item * (size_t)m);
+                    else
+                        for (int64_t j = 0; j < m; j++) memcpy(ELEM(mc, i, j, item), ELEM(mbias, i, j, item), item);
+                }
             st = gemm_float(dt, n, m, k, alpha, ma, mb, bias ? beta : 0.0, mc.p, ldc);
             break;
         case AMPC_FLOAT16: case AMPC_BFLOAT16:

@@ -14,13 +14,13 @@ static void FN(pack_a_)(T *ap, const T *a, int64_t rsa, int64_t csa, int64_t mc,
     }
 }
 
-/* bp: ceil(nc / NR) strips of kc x NR, columns past nc zero. */
-static void FN(pack_b_)(T *bp, const T *b, int64_t rsb, int64_t csb, int64_t kc, int64_t nc) {
-    for (int64_t j0 = 0; j0 < nc; j0 += NR, bp += kc * NR) {
-        int64_t nr = nc - j0 < NR ? nc - j0 : NR;
-        for (int64_t p = 0; p < kc; p++)
-            for (int64_t c = 0; c < NR; c++) bp[p * NR + c] = c < nr ? b[p * rsb + (j0 + c) * csb] : (T)0;
-    }
+/* The strip of the packed B panel for columns j0..j0+NR (kc x NR at bp + j0 * kc); columns past
+ * nc zero. */
+static void FN(pack_b_strip_)(T *bp, const T *b, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, int64_t j0) {
+    T *strip = bp + j0 * kc;
+    int64_t nr = nc - j0 < NR ? nc - j0 : NR;
+    for (int64_t p = 0; p < kc; p++)
+        for (int64_t c = 0; c < NR; c++) strip[p * NR + c] = c < nr ? b[p * rsb + (j0 + c) * csb] : (T)0;
 }
 
 /* C tile (mr x nr) = alpha * acc + beta * C; beta 0 writes without reading C. */
@@ -60,9 +60,10 @@ ampc_status FN(ampc_cpu_gemm_blocked_)(int64_t n, int64_t m, int64_t k, T alpha,
         for (int64_t pc = 0; pc < k && !failed; pc += KC) {
             int64_t kc = k - pc < KC ? k - pc : KC;
             T beta_block = pc == 0 ? beta : (T)1; /* later k blocks accumulate onto the first */
-            FN(pack_b_)(bp, b + pc * rsb + jc * csb, rsb, csb, kc, nc);
 #pragma omp parallel if (parallel)
             {
+#pragma omp for
+                for (int64_t j0 = 0; j0 < nc; j0 += NR) FN(pack_b_strip_)(bp, b + pc * rsb + jc * csb, rsb, csb, kc, nc, j0);
                 T *ap = (T *)malloc(sizeof(T) * (size_t)(MC * kc));
                 T acc[MR * NR];
                 if (!ap) {

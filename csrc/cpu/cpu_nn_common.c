@@ -48,7 +48,11 @@ double nn_get(ampc_dtype dt, const void *base, int64_t i) {
 void nn_set(ampc_dtype dt, void *base, int64_t i, double v) { nn_store(dt, base, i, 1, 1, &v); }
 
 int64_t nn_get_index(ampc_dtype dt, const void *base, int64_t i) {
-    return dt == AMPC_INT32 ? (int64_t)((const int32_t *)base)[i] : ((const int64_t *)base)[i];
+    switch (dt) {
+    case AMPC_INT32: return ((const int32_t *)base)[i];
+    case AMPC_UINT8: return ((const uint8_t *)base)[i];
+    default: return ((const int64_t *)base)[i];
+    }
 }
 
 ampc_status nn_nomem(ampc_op op) {
@@ -58,4 +62,8 @@ ampc_status nn_nomem(ampc_op op) {
 void ampc_cpu_register_nn(void) {
     ampc_cpu_register_nn_conv();
     ampc_cpu_register_nn_pool();
+    ampc_cpu_register_nn_norm();
+    ampc_cpu_register_nn_softmax();
+    ampc_cpu_register_nn_loss();
+    ampc_cpu_register_nn_misc();
 }

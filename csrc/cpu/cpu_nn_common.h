@@ -25,7 +25,7 @@ void nn_load(ampc_dtype dt, const void *base, int64_t i0, int64_t stride, int64_
 void nn_store(ampc_dtype dt, void *base, int64_t i0, int64_t stride, int64_t n, const double *src);
 double nn_get(ampc_dtype dt, const void *base, int64_t i);
 void nn_set(ampc_dtype dt, void *base, int64_t i, double v);
-/* Integer index element i of an int64 or int32 tensor's data. */
+/* Integer index element i of an int64, int32 or uint8 tensor's data. */
 int64_t nn_get_index(ampc_dtype dt, const void *base, int64_t i);
 
 /* Data pointer of an optional tensor (NULL stays NULL). */
@@ -69,6 +69,10 @@ static inline int nn_threads(int64_t work) {
 /* Registration of each kernel file; ampc_cpu_register_nn (cpu_backend.h) calls them all. */
 void ampc_cpu_register_nn_conv(void);    /* cpu_nn_conv.c: IM2COL, COL2IM */
 void ampc_cpu_register_nn_pool(void);    /* cpu_nn_pool.c: MAX/AVG/ADAPTIVE_AVG_POOL2D (+ backward) */
+void ampc_cpu_register_nn_norm(void);    /* cpu_nn_norm.c: BATCH_NORM_*, LAYER_NORM*, GROUP_NORM* */
+void ampc_cpu_register_nn_loss(void);    /* cpu_nn_loss.c: MSE, L1, SMOOTH_L1, BCE, BCE_WITH_LOGITS (+ backward) */
+void ampc_cpu_register_nn_misc(void);    /* cpu_nn_misc.c: EMBEDDING*, DROPOUT, MASKED_SCALE */
+void ampc_cpu_register_nn_softmax(void); /* cpu_nn_softmax.c: (LOG_)SOFTMAX*, ATTN_SOFTMAX, CROSS_ENTROPY*, NLL_LOSS* */
 
 /* Raises a flag shared by the threads of a parallel loop (failures are reported after it). */
 static inline void nn_set_flag(bool *flag) {

@@ -4,12 +4,20 @@
  * IM2COL copies elements as they are (no dtype conversion: a column matrix holds the input's
  * values, padding reads as zero bits, which is 0 in every floating dtype). COL2IM sums
  * overlapping windows, so it adds in double per (n, c) plane and rounds once. Both run over
- * (n, c) planes in parallel; a plane is read or written by exactly one thread. */
+ * (n, c) planes, a plane read or written by exactly one thread, but in parallel only for very
+ * large work: the convolution frontend calls them on small chunks (a few MiB) between two BLAS
+ * calls, and an OpenMP team still spinning after its region takes the cores from OpenBLAS's own
+ * threads (measured: 5-10x slower convolutions on 2 cores). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_backend.h"
 #include "cpu_nn_common.h"
+
+/* Elements of work below which IM2COL/COL2IM stay on the calling thread (see above). */
+#define CONV_PARALLEL_GRAIN (1 << 23)
+
+static int conv_threads(int64_t work) { return work >= CONV_PARALLEL_GRAIN ? nn_threads(work) : 1; }
 
 typedef struct conv_geom {
     int64_t n, c, h, w;         /* input */
@@ -78,21 +86,15 @@ static ampc_status cpu_im2col(ampc_op op, const ampc_kernel_args *a) {
     (void)op;
     const ampc_tensor *x = a->in[0];
     conv_geom g = geom_of(x, a);
-    int layout = (int)a->ints[10];
     size_t item = ampc_dtype_itemsize(x->dtype);
     const char *src = (const char *)ampc_data_ptr(x);
     char *dst = (char *)ampc_data_ptr(a->out[0]);
     int64_t kk = g.kh * g.kw, l = g.oh * g.ow, planes = g.n * g.c;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(nn_threads(planes * kk * l))
+#pragma omp parallel for schedule(static) num_threads(conv_threads(planes * kk * l))
 #endif
-    for (int64_t p = 0; p < planes; p++) {
-        int64_t n = p / g.c, c = p % g.c;
-        /* layout 0: (N, C*kk, L); layout 1: (C*kk, N, L) */
-        int64_t first_row = layout == 0 ? p * kk : c * kk * g.n + n;
-        int64_t row_step = layout == 0 ? l : g.n * l;
-        im2col_plane(&g, src + p * g.h * g.w * (int64_t)item, dst + first_row * l * (int64_t)item, row_step, item);
-    }
+    for (int64_t p = 0; p < planes; p++) /* plane (n, c) fills rows (n, c * kk .. c * kk + kk) */
+        im2col_plane(&g, src + p * g.h * g.w * (int64_t)item, dst + p * kk * l * (int64_t)item, l, item);
     return AMPC_OK;
 }
 
@@ -105,7 +107,7 @@ static ampc_status cpu_col2im(ampc_op op, const ampc_kernel_args *a) {
     void *dst = ampc_data_ptr(x);
     bool failed = false;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(nn_threads(planes * kk * l))
+#pragma omp parallel num_threads(conv_threads(planes * kk * l))
 #endif
     {
         double *acc = (double *)malloc(sizeof(double) * (size_t)(hw + l));

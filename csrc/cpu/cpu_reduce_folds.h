@@ -2,12 +2,12 @@
  * dtype in cpu_reduce_folds.c, and how their partial results merge.
  *
  * A fold reduces n elements (byte stride s) to one accumulator: a double for floating inputs,
- * an int64 for integer ones and for any/all. Contiguous rows use 16 independent accumulators,
+ * an int64 for integer ones and for any/all. Contiguous rows use 32 independent accumulators,
  * which the compiler vectorizes without -ffast-math, and rows longer than 2048 elements are
  * split in halves (pairwise summation), so float32 sums accumulated in double track NumPy's
- * float64 closely. A column loop folds one input row into a row of accumulators (the across-rows
- * path of cpu_reduce.c). cpu_reduce.c picks the loops from the tables by [fold][input dtype];
- * NULL marks a combination no frontend sends. */
+ * float64 closely. A column loop folds input rows into a row of accumulators (the across-rows
+ * path of cpu_reduce_loops.c). cpu_reduce.c picks the loops from the tables by [fold][input
+ * dtype]; NULL marks a combination no frontend sends. */
 #ifndef AMPC_CPU_REDUCE_FOLDS_H
 #define AMPC_CPU_REDUCE_FOLDS_H
 
@@ -36,28 +36,34 @@ enum fold {
 
 typedef double (*fold_d_fn)(const char *p, int64_t n, int64_t s, double param);
 typedef int64_t (*fold_i_fn)(const char *p, int64_t n, int64_t s, double param);
-typedef void (*col_d_fn)(double *acc, const char *p, int64_t n, double param); /* contiguous row */
-typedef void (*col_i_fn)(int64_t *acc, const char *p, int64_t n, double param);
+/* Across rows: fold `rows` contiguous input rows of n elements, `row_stride` bytes apart, into a
+ * row of n accumulators. */
+typedef void (*col_d_fn)(double *acc, const char *p, int64_t n, int64_t rows, int64_t row_stride, double param);
+typedef void (*col_i_fn)(int64_t *acc, const char *p, int64_t n, int64_t rows, int64_t row_stride, double param);
 /* First index i < n with x[i] == target (a NaN target finds the first NaN). */
 typedef int64_t (*find_d_fn)(const char *p, int64_t n, int64_t s, double target);
 typedef int64_t (*find_i_fn)(const char *p, int64_t n, int64_t s, int64_t target);
+/* Across rows, for max/min with indices: where a row beats best[j] (or is its first NaN), take it
+ * and its index (r0 for the first of the rows, then r0 + 1, ...). */
+typedef void (*col_arg_d_fn)(double *best, int64_t *idx, const char *p, int64_t n, int64_t rows, int64_t row_stride,
+                             int64_t r0);
+typedef void (*col_arg_i_fn)(int64_t *best, int64_t *idx, const char *p, int64_t n, int64_t rows,
+                             int64_t row_stride, int64_t r0);
+/* Across rows, for var: Welford's update of running means and squared deviations of x - shift,
+ * `before` rows having been folded already; the very first row sets the shift, so the sums stay
+ * of the data's spread, not of its offset. */
+typedef void (*col_welford_fn)(double *mean, double *m2, double *shift, const char *p, int64_t n, int64_t rows,
+                               int64_t row_stride, int64_t before);
 
-/* Across rows, for max/min with indices: where row r beats best[j] (or is its first NaN), take it. */
-typedef void (*col_arg_d_fn)(double *best, int64_t *idx, const char *p, int64_t n, int64_t r);
-typedef void (*col_arg_i_fn)(int64_t *best, int64_t *idx, const char *p, int64_t n, int64_t r);
-/* Across rows, for var: Welford's update of running means and squared deviations with the
- * row's count folded in as 1 / count. */
-typedef void (*col_welford_fn)(double *mean, double *m2, const char *p, int64_t n, double inv_count);
-
-extern const fold_d_fn fold_d_loops[FOLD_COUNT][AMPC_NUM_DTYPES];
-extern const fold_i_fn fold_i_loops[FOLD_COUNT][AMPC_NUM_DTYPES];
-extern const col_d_fn col_d_loops[FOLD_COUNT][AMPC_NUM_DTYPES];
-extern const col_i_fn col_i_loops[FOLD_COUNT][AMPC_NUM_DTYPES];
-extern const col_arg_d_fn col_arg_d_loops[2][AMPC_NUM_DTYPES]; /* [0] max, [1] min */
-extern const col_arg_i_fn col_arg_i_loops[2][AMPC_NUM_DTYPES];
-extern const col_welford_fn col_welford_loops[AMPC_NUM_DTYPES];
-extern const find_d_fn find_d_loops[AMPC_NUM_DTYPES];
-extern const find_i_fn find_i_loops[AMPC_NUM_DTYPES];
+extern const fold_d_fn ampc_fold_d_loops[FOLD_COUNT][AMPC_NUM_DTYPES];
+extern const fold_i_fn ampc_fold_i_loops[FOLD_COUNT][AMPC_NUM_DTYPES];
+extern const col_d_fn ampc_col_d_loops[FOLD_COUNT][AMPC_NUM_DTYPES];
+extern const col_i_fn ampc_col_i_loops[FOLD_COUNT][AMPC_NUM_DTYPES];
+extern const col_arg_d_fn ampc_col_arg_d_loops[2][AMPC_NUM_DTYPES]; /* [0] max, [1] min */
+extern const col_arg_i_fn ampc_col_arg_i_loops[2][AMPC_NUM_DTYPES];
+extern const col_welford_fn ampc_col_welford_loops[AMPC_NUM_DTYPES];
+extern const find_d_fn ampc_find_d_loops[AMPC_NUM_DTYPES];
+extern const find_i_fn ampc_find_i_loops[AMPC_NUM_DTYPES];
 
 /* NaN-propagating extremes: a NaN argument wins. */
 #define FOLD_MAX_NAN(a, b) (((b) > (a) || (b) != (b)) ? (b) : (a))

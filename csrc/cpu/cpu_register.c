@@ -12,4 +12,6 @@ void ampc_cpu_register(void) {
     ampc_cpu_register_random();
     ampc_cpu_register_amp();
     ampc_cpu_register_nn();
+    ampc_cpu_register_multi_tensor();
+    ampc_cpu_register_optim();
 }

@@ -13,14 +13,15 @@
  * autograd-aware detach), the area's definition wins. */
 static PyMethodDef *const module_tables[] = {
     ampc_py_module_methods_elementwise, ampc_py_module_methods_reduce, ampc_py_module_methods_linalg,
-    ampc_py_module_methods_index, ampc_py_module_methods_random, ampc_py_module_methods_cuda, ampc_py_module_methods_amp,
-    ampc_py_module_methods_autocast,
+    ampc_py_module_methods_index, ampc_py_module_methods_random, ampc_py_module_methods_cuda,
+    ampc_py_module_methods_amp, ampc_py_module_methods_autocast, ampc_py_module_methods_nn,
+    ampc_py_module_methods_autograd, ampc_py_module_methods_multi_tensor, ampc_py_module_methods_optim,
     ampc_py_module_methods_tensor, ampc_py_module_methods_creation, ampc_py_module_methods_convert,
 };
 
 static PyMethodDef *const tensor_tables[] = {
     ampc_py_tensor_methods_elementwise, ampc_py_tensor_methods_reduce, ampc_py_tensor_methods_linalg,
-    ampc_py_tensor_methods_index, ampc_py_tensor_methods_random,
+    ampc_py_tensor_methods_index, ampc_py_tensor_methods_random, ampc_py_tensor_methods_autograd,
     ampc_py_tensor_methods_core, ampc_py_tensor_methods_convert,
 };
 
@@ -47,9 +48,10 @@ static PyMethodDef *merge_tables(PyMethodDef *const *tables, size_t n_tables) {
     return merged;
 }
 
-/* __bool__, __int__, __float__, __index__ are conversions of the tensor core; the arithmetic
- * slots of the same struct belong to the elementwise area. */
-static void install_number_conversions(PyNumberMethods *nb) {
+/* __bool__, __int__, __float__, __index__ are conversions of the tensor core and `@` belongs
+ * to linalg; the arithmetic slots of the same struct belong to the elementwise area. */
+static void install_number_slots(PyNumberMethods *nb) {
+    if (!nb->nb_matrix_multiply) nb->nb_matrix_multiply = ampc_py_matmul_op;
     if (!nb->nb_bool) nb->nb_bool = ampc_py_tensor_bool;
     if (!nb->nb_int) nb->nb_int = ampc_py_tensor_int;
     if (!nb->nb_float) nb->nb_float = ampc_py_tensor_float;
@@ -70,7 +72,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     PyMethodDef *tensor_methods = merge_tables(tensor_tables, COUNT(tensor_tables));
     if (!tensor_methods) return NULL;
     AmpcTensor_Type.tp_methods = tensor_methods;
-    install_number_conversions(&ampc_py_tensor_as_number);
+    install_number_slots(&ampc_py_tensor_as_number);
     AmpcTensor_Type.tp_as_number = &ampc_py_tensor_as_number;
     AmpcTensor_Type.tp_as_mapping = &ampc_py_tensor_as_mapping;
     AmpcTensor_Type.tp_richcompare = ampc_py_tensor_richcompare;
@@ -80,7 +82,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     if (!m) return NULL;
     PyMethodDef *functions = merge_tables(module_tables, COUNT(module_tables));
     if (!functions || PyModule_AddFunctions(m, functions) < 0) goto fail;
-    if (ampc_py_init_tensor(m) < 0 || ampc_py_init_cuda(m) < 0) goto fail;
+    if (ampc_py_init_tensor(m) < 0 || ampc_py_init_cuda(m) < 0 || ampc_py_init_autograd(m) < 0) goto fail;
     return m;
 fail:
     Py_DECREF(m);

@@ -68,7 +68,12 @@ extern PyMethodDef ampc_py_module_methods_random[];      /* py_random.c */
 extern PyMethodDef ampc_py_module_methods_cuda[];        /* py_cuda.c */
 extern PyMethodDef ampc_py_module_methods_amp[];         /* py_amp.c */
 extern PyMethodDef ampc_py_module_methods_autocast[];    /* py_autocast.c */
+extern PyMethodDef ampc_py_module_methods_nn[];          /* py_nn.c (ampc.nn.functional) */
+extern PyMethodDef ampc_py_module_methods_multi_tensor[]; /* py_multi_tensor.c (nn.utils.clip_grad_norm_) */
+extern PyMethodDef ampc_py_module_methods_optim[];        /* py_optim.c (ampc.optim's fused steps) */
 
+extern PyMethodDef ampc_py_module_methods_autograd[];    /* py_autograd.c */
+extern PyMethodDef ampc_py_tensor_methods_autograd[];
 extern PyMethodDef ampc_py_tensor_methods_core[];        /* py_tensor.c */
 extern PyMethodDef ampc_py_tensor_methods_elementwise[];
 extern PyMethodDef ampc_py_tensor_methods_reduce[];
@@ -88,6 +93,7 @@ PyObject *ampc_py_matmul_op(PyObject *a, PyObject *b);
  * (exception classes, constants). Return 0 or -1. */
 int ampc_py_init_tensor(PyObject *module);
 int ampc_py_init_cuda(PyObject *module);
+int ampc_py_init_autograd(PyObject *module); /* py_autograd.c: Tensor.grad, grad_fn, ... */
 
 /* ---- CUDA (py_cuda.c) ---- */
 /* ampc.OutOfMemoryError (a RuntimeError, like torch.OutOfMemoryError); the exception for a

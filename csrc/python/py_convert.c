@@ -1,4 +1,5 @@
-/* py_convert.c: zero-copy exchange with NumPy and DLPack.
+/* py_convert.c: Tensor <-> other representations: zero-copy exchange with NumPy and DLPack,
+ * and copy/pickle support (__deepcopy__, __reduce_ex__).
  *
  * Both directions share memory, as PyTorch does: Tensor.numpy() and from_numpy() view the same
  * bytes, and the borrowed side keeps the owner alive (the NumPy array's base is the Tensor; an
@@ -10,6 +11,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/autograd.h"
+
+#define SELF_T(self) (((AmpcTensorObject *)(self))->t)
 
 /* ------------------------------------------------------------------ dtype mapping */
 
@@ -286,6 +291,15 @@ static PyObject *t_dlpack(PyObject *self, PyObject *args, PyObject *kwargs) {
         return PyErr_Format(PyExc_RuntimeError, "Can't export tensors that require gradient, use tensor.detach()");
     if (copy == Py_True)
         return PyErr_Format(PyExc_BufferError, "__dlpack__(copy=True) is not supported; call .clone() first");
+    /* The consumer reads on its own stream: finish ampc's work on the device first, unless it
+     * passed stream=-1 ("no synchronization"). A whole-device wait is coarse but always right. */
+    if (t->device.type == AMPC_CUDA && !(PyLong_Check(stream) && PyLong_AsLong(stream) == -1)) {
+        PyObject *mod = PyImport_ImportModule("ampc._C");
+        PyObject *r = mod ? PyObject_CallMethod(mod, "_cuda_synchronize", "i", (int)t->device.index) : NULL;
+        Py_XDECREF(mod);
+        if (!r) return NULL;
+        Py_DECREF(r);
+    }
     dl_export *e = (dl_export *)calloc(1, sizeof *e);
     if (!e) return PyErr_NoMemory();
     ampc_tensor_incref(t);
@@ -396,6 +410,107 @@ static PyObject *py_from_dlpack(PyObject *unused, PyObject *ext) {
     return r;
 }
 
+/* ------------------------------------------------------------------ copy and pickle */
+
+/* deepcopy: a detached copy of the data, the same subclass, requires_grad and attributes. */
+static PyObject *t_deepcopy(PyObject *self, PyObject *memo) {
+    ampc_tensor *t = SELF_T(self);
+    if (t->grad_fn)
+        return PyErr_Format(PyExc_RuntimeError, "Only Tensors created explicitly by the user (graph leaves) support "
+                                                "the deepcopy protocol at the moment.  If you were attempting to "
+                                                "deepcopy a module, this may be because of a torch.nn.utils."
+                                                "weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001");
+    ampc_tensor *d = ampc_detach(t); /* copy the data without recording the copy */
+    ampc_tensor *c = d ? ampc_clone(d) : NULL;
+    ampc_tensor_decref(d);
+    if (!c) return ampc_py_raise();
+    if (t->requires_grad && ampc_py_set_requires_grad(c, 1) < 0) {
+        ampc_tensor_decref(c);
+        return NULL;
+    }
+    PyObject *r = ampc_py_wrap_as(Py_TYPE(self), c);
+    if (!r) return NULL;
+    PyObject *key = PyLong_FromVoidPtr(self);
+    if (!key || (PyDict_Check(memo) && PyDict_SetItem(memo, key, r) < 0)) goto fail;
+    Py_CLEAR(key);
+    PyObject *dict = ((AmpcTensorObject *)self)->dict;
+    if (dict && PyDict_GET_SIZE(dict)) {
+        PyObject *copy_mod = PyImport_ImportModule("copy");
+        PyObject *d = copy_mod ? PyObject_CallMethod(copy_mod, "deepcopy", "OO", dict, memo) : NULL;
+        Py_XDECREF(copy_mod);
+        if (!d) goto fail;
+        Py_XSETREF(((AmpcTensorObject *)r)->dict, d);
+    }
+    return r;
+fail:
+    Py_XDECREF(key);
+    Py_DECREF(r);
+    return NULL;
+}
+
+/* Pickling (DataLoader workers, copy.copy): the class, the bytes of a contiguous CPU copy, the
+ * dtype name, the shape, the device string and requires_grad; attributes go in the state. */
+static PyObject *t_reduce_ex(PyObject *self, PyObject *protocol) {
+    ampc_tensor *t = SELF_T(self);
+    ampc_tensor *h = ampc_py_host_contiguous(t);
+    if (!h) return ampc_py_raise();
+    PyObject *bytes = PyBytes_FromStringAndSize((const char *)ampc_data_ptr(h), (Py_ssize_t)ampc_nbytes(h));
+    ampc_tensor_decref(h);
+    if (!bytes) return NULL;
+    char dev[32];
+    PyObject *shape = ampc_py_size_object(t->ndim, t->shape);
+    PyObject *mod = PyImport_ImportModule("ampc._C");
+    PyObject *fn = mod ? PyObject_GetAttrString(mod, "_rebuild_tensor") : NULL;
+    Py_XDECREF(mod);
+    PyObject *dict = ((AmpcTensorObject *)self)->dict;
+    PyObject *r = NULL;
+    if (shape && fn)
+        r = Py_BuildValue("(O(OOsOsO)O)", fn, (PyObject *)Py_TYPE(self), bytes, ampc_dtype_name(t->dtype), shape,
+                          ampc_device_str(t->device, dev, sizeof dev), t->requires_grad ? Py_True : Py_False,
+                          dict && PyDict_GET_SIZE(dict) ? dict : Py_None);
+    Py_XDECREF(fn);
+    Py_XDECREF(shape);
+    Py_DECREF(bytes);
+    return r;
+}
+
+static PyObject *rebuild_tensor(PyObject *unused, PyObject *args) {
+    PyObject *cls, *bytes, *shape_o, *rg;
+    const char *dtype_name, *dev_name;
+    if (!PyArg_ParseTuple(args, "OSsOsO:_rebuild_tensor", &cls, &bytes, &dtype_name, &shape_o, &dev_name, &rg)) return NULL;
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &AmpcTensor_Type))
+        return PyErr_Format(PyExc_TypeError, "_rebuild_tensor(): cls must be a subclass of ampc.Tensor");
+    int dt = 0;
+    while (dt < AMPC_NUM_DTYPES && strcmp(ampc_dtype_name((ampc_dtype)dt), dtype_name)) dt++;
+    if (dt == AMPC_NUM_DTYPES) return PyErr_Format(PyExc_ValueError, "_rebuild_tensor(): unknown dtype '%s'", dtype_name);
+    int64_t shape[AMPC_MAX_DIMS];
+    int nd = ampc_py_int_list(shape_o, shape, AMPC_MAX_DIMS, "_rebuild_tensor", "shape");
+    if (nd < 0) return NULL;
+    PyObject *dev_str = PyUnicode_FromString(dev_name);
+    ampc_device dev;
+    int bad = !dev_str || ampc_py_device(dev_str, ampc_cpu_device(), &dev, "_rebuild_tensor") < 0;
+    Py_XDECREF(dev_str);
+    if (bad) return NULL;
+    ampc_tensor *h = ampc_empty(nd, shape, (ampc_dtype)dt, ampc_cpu_device());
+    if (!h) return ampc_py_raise();
+    if ((size_t)PyBytes_GET_SIZE(bytes) != ampc_nbytes(h)) {
+        ampc_tensor_decref(h);
+        return PyErr_Format(PyExc_ValueError, "_rebuild_tensor(): data has the wrong size");
+    }
+    memcpy(ampc_data_ptr(h), PyBytes_AS_STRING(bytes), ampc_nbytes(h));
+    ampc_tensor *t = h;
+    if (dev.type != AMPC_CPU) {
+        t = ampc_to(h, AMPC_DTYPE_UNDEFINED, dev, false);
+        ampc_tensor_decref(h);
+        if (!t) return ampc_py_raise();
+    }
+    if (PyObject_IsTrue(rg) && ampc_py_set_requires_grad(t, 1) < 0) {
+        ampc_tensor_decref(t);
+        return NULL;
+    }
+    return ampc_py_wrap_as((PyTypeObject *)cls, t);
+}
+
 #define METHOD(name) (PyCFunction)(void (*)(void))(name)
 
 PyMethodDef ampc_py_tensor_methods_convert[] = {
@@ -403,11 +518,14 @@ PyMethodDef ampc_py_tensor_methods_convert[] = {
     {"__array__", METHOD(t_array), METH_VARARGS | METH_KEYWORDS, NULL},
     {"__dlpack__", METHOD(t_dlpack), METH_VARARGS | METH_KEYWORDS, NULL},
     {"__dlpack_device__", t_dlpack_device, METH_NOARGS, NULL},
+    {"__deepcopy__", t_deepcopy, METH_O, NULL},
+    {"__reduce_ex__", t_reduce_ex, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 
 PyMethodDef ampc_py_module_methods_convert[] = {
     {"from_numpy", py_from_numpy, METH_O, "from_numpy(ndarray): a CPU tensor sharing the array's memory"},
     {"from_dlpack", py_from_dlpack, METH_O, "from_dlpack(obj): a tensor sharing the memory of a DLPack producer"},
+    {"_rebuild_tensor", rebuild_tensor, METH_VARARGS, "unpickles a Tensor (see Tensor.__reduce_ex__)"},
     {NULL, NULL, 0, NULL},
 };

@@ -1,4 +1,5 @@
-/* py_dtype.c: the ampc.dtype and ampc.device Python types and their converters.
+/* py_dtype.c: the small value types around ampc.Tensor: ampc.dtype, ampc.device (with their
+ * converters) and ampc.Size.
  *
  * dtype objects are singletons (one per ampc_dtype), so `t.dtype is ampc.float32` holds as in
  * PyTorch. Device objects are small values compared by (type, index); a device written without
@@ -101,9 +102,6 @@ typedef struct {
 static PyTypeObject AmpcDevice_Type;
 
 static const char *const device_type_names[AMPC_NUM_DEVICE_TYPES] = {"cpu", "cuda"};
-
-/* The device "cuda" without an index means: the current CUDA device. */
-static int current_cuda_index(void) { return 0; }
 
 static PyObject *device_new_raw(PyTypeObject *type, int dev_type, int index) {
     AmpcDeviceObject *o = (AmpcDeviceObject *)type->tp_alloc(type, 0);
@@ -291,12 +289,78 @@ int ampc_py_device(PyObject *obj, ampc_device dflt, ampc_device *out, const char
                      Py_TYPE(obj)->tp_name);
         return -1;
     }
+    /* "cuda" without an index means the current CUDA device (ampc.cuda.set_device) */
     out->type = (int8_t)type;
-    out->index = (int8_t)(type == AMPC_CPU ? 0 : index < 0 ? current_cuda_index() : index);
+    out->index = (int8_t)(type == AMPC_CPU ? 0 : index < 0 ? ampc_py_cuda_current_index() : index);
     return 0;
 }
 
-/* Adds ampc.dtype, the dtype singletons with their aliases, and ampc.device to the module. */
+/* ------------------------------------------------------------------ ampc.Size */
+
+/* A tuple subclass, as torch.Size: compares equal to tuples, prints as ampc.Size([2, 3]). */
+
+static PyObject *size_repr(PyObject *self) {
+    PyObject *list = PySequence_List(self);
+    if (!list) return NULL;
+    PyObject *r = PyUnicode_FromFormat("ampc.Size(%R)", list);
+    Py_DECREF(list);
+    return r;
+}
+
+/* Slicing a Size gives a Size, as with torch.Size. */
+static PyObject *size_subscript(PyObject *self, PyObject *key) {
+    PyObject *r = PyTuple_Type.tp_as_mapping->mp_subscript(self, key);
+    if (r && PySlice_Check(key) && PyTuple_CheckExact(r)) {
+        PyObject *s = PyObject_CallOneArg((PyObject *)Py_TYPE(self), r);
+        Py_DECREF(r);
+        return s;
+    }
+    return r;
+}
+
+static PyObject *size_numel(PyObject *self, PyObject *unused) {
+    long long n = 1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self); i++) {
+        long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(self, i));
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        n *= v;
+    }
+    return PyLong_FromLongLong(n);
+}
+
+static PyMappingMethods size_as_mapping = {0, size_subscript, 0};
+static PyMethodDef size_methods[] = {
+    {"numel", size_numel, METH_NOARGS, "product of the sizes"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject AmpcSize_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ampc.Size",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_TUPLE_SUBCLASS,
+    .tp_doc = "the shape of a tensor: a tuple of ints",
+    .tp_repr = size_repr,
+    .tp_as_mapping = &size_as_mapping,
+    .tp_methods = size_methods,
+};
+
+PyObject *ampc_py_size_object(int ndim, const int64_t *shape) {
+    /* allocated directly (what tuple's tp_new does for subtypes): shape is read often */
+    PyObject *size = AmpcSize_Type.tp_alloc(&AmpcSize_Type, ndim);
+    if (!size) return NULL;
+    for (int i = 0; i < ndim; i++) {
+        PyObject *v = PyLong_FromLongLong(shape[i]);
+        if (!v) {
+            Py_DECREF(size);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(size, i, v);
+    }
+    return size;
+}
+
+/* Adds ampc.dtype, the dtype singletons with their aliases, ampc.device and ampc.Size to the
+ * module. */
 int ampc_py_init_dtypes(PyObject *module) {
     static const struct {
         const char *name;
@@ -307,7 +371,9 @@ int ampc_py_init_dtypes(PyObject *module) {
         {"long", AMPC_INT64},     {"int32", AMPC_INT32},    {"int", AMPC_INT32},       {"uint8", AMPC_UINT8},
         {"bool", AMPC_BOOL},
     };
-    if (PyType_Ready(&AmpcDtype_Type) < 0 || PyType_Ready(&AmpcDevice_Type) < 0) return -1;
+    AmpcSize_Type.tp_base = &PyTuple_Type;
+    if (PyType_Ready(&AmpcDtype_Type) < 0 || PyType_Ready(&AmpcDevice_Type) < 0 || PyType_Ready(&AmpcSize_Type) < 0)
+        return -1;
     /* dtype objects are static: never deallocated, so an extra reference each is enough. */
     for (int i = 0; i < AMPC_NUM_DTYPES; i++) {
         Py_SET_TYPE(&dtype_objects[i], &AmpcDtype_Type);
@@ -324,6 +390,7 @@ int ampc_py_init_dtypes(PyObject *module) {
         if (PyModule_AddObjectRef(module, names[i].name, (PyObject *)&dtype_objects[names[i].dt]) < 0) return -1;
     if (PyModule_AddObjectRef(module, "dtype", (PyObject *)&AmpcDtype_Type) < 0) return -1;
     if (PyModule_AddObjectRef(module, "device", (PyObject *)&AmpcDevice_Type) < 0) return -1;
+    if (PyModule_AddObjectRef(module, "Size", (PyObject *)&AmpcSize_Type) < 0) return -1;
     return 0;
 }
 

@@ -111,33 +111,33 @@ static PyObject *unary_inplace(ampc_op op, PyObject *self) {
 }
 
 /* name, op: x.name(), x.name_(), ampc.name(input, *, out=None), ampc.name_(input) */
-#define UNARY_OPS(X)                                                                                  \
-    X(neg, NEG) X(negative, NEG) X(abs, ABS) X(absolute, ABS) X(exp, EXP) X(log, LOG) X(sqrt, SQRT)   \
-    X(rsqrt, RSQRT) X(reciprocal, RECIPROCAL) X(sigmoid, SIGMOID) X(tanh, TANH) X(relu, RELU)         \
-    X(sin, SIN) X(cos, COS) X(erf, ERF) X(sign, SIGN) X(floor, FLOOR) X(ceil, CEIL)                   \
+#define UNARY_OPS(X)                                                                                \
+    X(neg, NEG) X(negative, NEG) X(abs, ABS) X(absolute, ABS) X(exp, EXP) X(log, LOG) X(sqrt, SQRT) \
+    X(rsqrt, RSQRT) X(reciprocal, RECIPROCAL) X(sigmoid, SIGMOID) X(tanh, TANH) X(relu, RELU)       \
+    X(sin, SIN) X(cos, COS) X(erf, ERF) X(sign, SIGN) X(floor, FLOOR) X(ceil, CEIL)                 \
     X(logical_not, LOGICAL_NOT)
 /* without in-place forms */
 #define UNARY_PURE_OPS(X) X(isfinite, ISFINITE) X(isnan, ISNAN) X(isinf, ISINF)
 
-#define DEF_UNARY_PURE(name, OP)                                                                      \
-    static PyObject *t_##name(PyObject *self, PyObject *unused) {                                     \
-        (void)unused;                                                                                 \
-        return ampc_py_wrap(ampc_unary(AMPC_OP_##OP, T(self)));                                       \
-    }                                                                                                 \
-    static PyObject *m_##name(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {   \
-        (void)m;                                                                                      \
-        return unary_function(AMPC_OP_##OP, #name, args, nargs, kw);                                  \
+#define DEF_UNARY_PURE(name, OP)                                                                    \
+    static PyObject *t_##name(PyObject *self, PyObject *unused) {                                   \
+        (void)unused;                                                                               \
+        return ampc_py_wrap(ampc_unary(AMPC_OP_##OP, T(self)));                                     \
+    }                                                                                               \
+    static PyObject *m_##name(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) { \
+        (void)m;                                                                                    \
+        return unary_function(AMPC_OP_##OP, #name, args, nargs, kw);                                \
     }
-#define DEF_UNARY(name, OP)                                                                           \
-    DEF_UNARY_PURE(name, OP)                                                                          \
-    static PyObject *t_##name##_(PyObject *self, PyObject *unused) {                                  \
-        (void)unused;                                                                                 \
-        return unary_inplace(AMPC_OP_##OP, self);                                                     \
-    }                                                                                                 \
-    static PyObject *m_##name##_(PyObject *m, PyObject *x) {                                          \
-        (void)m;                                                                                      \
-        if (!ampc_py_unwrap(x, #name "_", "input")) return NULL;                                      \
-        return unary_inplace(AMPC_OP_##OP, x);                                                        \
+#define DEF_UNARY(name, OP)                                          \
+    DEF_UNARY_PURE(name, OP)                                         \
+    static PyObject *t_##name##_(PyObject *self, PyObject *unused) { \
+        (void)unused;                                                \
+        return unary_inplace(AMPC_OP_##OP, self);                    \
+    }                                                                \
+    static PyObject *m_##name##_(PyObject *m, PyObject *x) {         \
+        (void)m;                                                     \
+        if (!ampc_py_unwrap(x, #name "_", "input")) return NULL;     \
+        return unary_inplace(AMPC_OP_##OP, x);                       \
     }
 UNARY_OPS(DEF_UNARY)
 UNARY_PURE_OPS(DEF_UNARY_PURE)
@@ -170,12 +170,7 @@ static PyObject *round_impl(PyObject *x, PyObject *const *args, Py_ssize_t nargs
         decimals = PyLong_AsLongLong(dec);
         if (decimals == -1 && PyErr_Occurred()) return NULL;
     }
-    if (inplace) {
-        ampc_scalar d = ampc_scalar_int(decimals);
-        const ampc_tensor *ins[1] = {t};
-        if (ampc_py_check(ampc_elementwise_into(AMPC_OP_ROUND, t, 1, ins, &d, 1)) < 0) return NULL;
-        return return_self(x);
-    }
+    if (inplace) return ampc_py_check(ampc_round_(t, decimals)) < 0 ? NULL : return_self(x);
     return ampc_py_wrap(ampc_round(t, decimals));
 }
 static PyObject *t_round(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
@@ -291,53 +286,53 @@ static PyObject *binary_method(const binary_spec *s, PyObject *self, PyObject *c
 
 /* name, op, flags, fixed rounding mode, name of the second argument, has x.name_() (Y/N) */
 #define ARITH (B_INPUT_NUMBER)
-#define BINARY_OPS(X)                                                                 \
-    X(add, ADD, ARITH | B_ALPHA, 0, "other", Y)                                       \
-    X(sub, SUB, ARITH | B_ALPHA, 0, "other", Y)                                       \
-    X(subtract, SUB, ARITH | B_ALPHA, 0, "other", Y)                                  \
-    X(mul, MUL, ARITH, 0, "other", Y)                                                 \
-    X(multiply, MUL, ARITH, 0, "other", Y)                                            \
-    X(div, DIV, ARITH | B_ROUNDING, 0, "other", Y)                                    \
-    X(divide, DIV, ARITH | B_ROUNDING, 0, "other", Y)                                 \
-    X(true_divide, DIV, ARITH, 0, "other", Y)                                         \
-    X(floor_divide, DIV, ARITH, 2, "other", Y)                                        \
-    X(remainder, REMAINDER, ARITH, 0, "other", Y)                                     \
-    X(pow, POW, ARITH, 0, "exponent", Y)                                              \
-    X(maximum, MAXIMUM, B_OTHER_TENSOR, 0, "other", N)                                \
-    X(minimum, MINIMUM, B_OTHER_TENSOR, 0, "other", N)                                \
-    X(atan2, ATAN2, B_OTHER_TENSOR, 0, "other", Y)                                    \
-    X(arctan2, ATAN2, B_OTHER_TENSOR, 0, "other", Y)                                  \
-    X(logical_and, LOGICAL_AND, B_OTHER_TENSOR, 0, "other", Y)                        \
-    X(logical_or, LOGICAL_OR, B_OTHER_TENSOR, 0, "other", Y)                          \
-    X(bitwise_and, BITWISE_AND, 0, 0, "other", Y)                                     \
-    X(bitwise_or, BITWISE_OR, 0, 0, "other", Y)                                       \
-    X(bitwise_xor, BITWISE_XOR, 0, 0, "other", Y)                                     \
-    X(eq, EQ, 0, 0, "other", Y)                                                       \
-    X(ne, NE, 0, 0, "other", Y)                                                       \
-    X(not_equal, NE, 0, 0, "other", Y)                                                \
-    X(lt, LT, 0, 0, "other", Y)                                                       \
-    X(less, LT, 0, 0, "other", Y)                                                     \
-    X(le, LE, 0, 0, "other", Y)                                                       \
-    X(less_equal, LE, 0, 0, "other", Y)                                               \
-    X(gt, GT, 0, 0, "other", Y)                                                       \
-    X(greater, GT, 0, 0, "other", Y)                                                  \
-    X(ge, GE, 0, 0, "other", Y)                                                       \
+#define BINARY_OPS(X)                                          \
+    X(add, ADD, ARITH | B_ALPHA, 0, "other", Y)                \
+    X(sub, SUB, ARITH | B_ALPHA, 0, "other", Y)                \
+    X(subtract, SUB, ARITH | B_ALPHA, 0, "other", Y)           \
+    X(mul, MUL, ARITH, 0, "other", Y)                          \
+    X(multiply, MUL, ARITH, 0, "other", Y)                     \
+    X(div, DIV, ARITH | B_ROUNDING, 0, "other", Y)             \
+    X(divide, DIV, ARITH | B_ROUNDING, 0, "other", Y)          \
+    X(true_divide, DIV, ARITH, 0, "other", Y)                  \
+    X(floor_divide, DIV, ARITH, 2, "other", Y)                 \
+    X(remainder, REMAINDER, ARITH, 0, "other", Y)              \
+    X(pow, POW, ARITH, 0, "exponent", Y)                       \
+    X(maximum, MAXIMUM, B_OTHER_TENSOR, 0, "other", N)         \
+    X(minimum, MINIMUM, B_OTHER_TENSOR, 0, "other", N)         \
+    X(atan2, ATAN2, B_OTHER_TENSOR, 0, "other", Y)             \
+    X(arctan2, ATAN2, B_OTHER_TENSOR, 0, "other", Y)           \
+    X(logical_and, LOGICAL_AND, B_OTHER_TENSOR, 0, "other", Y) \
+    X(logical_or, LOGICAL_OR, B_OTHER_TENSOR, 0, "other", Y)   \
+    X(bitwise_and, BITWISE_AND, 0, 0, "other", Y)              \
+    X(bitwise_or, BITWISE_OR, 0, 0, "other", Y)                \
+    X(bitwise_xor, BITWISE_XOR, 0, 0, "other", Y)              \
+    X(eq, EQ, 0, 0, "other", Y)                                \
+    X(ne, NE, 0, 0, "other", Y)                                \
+    X(not_equal, NE, 0, 0, "other", Y)                         \
+    X(lt, LT, 0, 0, "other", Y)                                \
+    X(less, LT, 0, 0, "other", Y)                              \
+    X(le, LE, 0, 0, "other", Y)                                \
+    X(less_equal, LE, 0, 0, "other", Y)                        \
+    X(gt, GT, 0, 0, "other", Y)                                \
+    X(greater, GT, 0, 0, "other", Y)                           \
+    X(ge, GE, 0, 0, "other", Y)                                \
     X(greater_equal, GE, 0, 0, "other", Y)
 
-#define DEF_BINARY_INPLACE_Y(name)                                                                          \
-    static PyObject *t_##name##_(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {    \
-        return binary_method(&spec_##name, self, args, nargs, kw, 1);                                       \
+#define DEF_BINARY_INPLACE_Y(name)                                                                        \
+    static PyObject *t_##name##_(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) { \
+        return binary_method(&spec_##name, self, args, nargs, kw, 1);                                     \
     }
 #define DEF_BINARY_INPLACE_N(name)
-#define DEF_BINARY(name, OP, FLAGS, MODE, OTHER, INPL)                                                       \
-    static const binary_spec spec_##name = {AMPC_OP_##OP, FLAGS, MODE, #name, OTHER};                       \
-    static PyObject *m_##name(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {          \
-        (void)m;                                                                                            \
-        return binary_function(&spec_##name, args, nargs, kw);                                              \
-    }                                                                                                       \
-    static PyObject *t_##name(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {       \
-        return binary_method(&spec_##name, self, args, nargs, kw, 0);                                       \
-    }                                                                                                       \
+#define DEF_BINARY(name, OP, FLAGS, MODE, OTHER, INPL)                                                 \
+    static const binary_spec spec_##name = {AMPC_OP_##OP, FLAGS, MODE, #name, OTHER};                  \
+    static PyObject *m_##name(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {    \
+        (void)m;                                                                                       \
+        return binary_function(&spec_##name, args, nargs, kw);                                         \
+    }                                                                                                  \
+    static PyObject *t_##name(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) { \
+        return binary_method(&spec_##name, self, args, nargs, kw, 0);                                  \
+    }                                                                                                  \
     DEF_BINARY_INPLACE_##INPL(name)
 BINARY_OPS(DEF_BINARY)
 
@@ -394,18 +389,18 @@ static PyObject *clamp_entry(const char *fname, int which, int method, int inpla
 #define CLAMP_NAMES(X) X(clamp, 0) X(clip, 0) X(clamp_min, 1) X(clamp_max, 2)
 #define DEF_CLAMP(name, which)                                                                            \
     static PyObject *m_##name(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {       \
-        (void)m;                                                                                         \
-        return clamp_entry(#name, which, 0, 0, NULL, args, nargs, kw);                                   \
-    }                                                                                                    \
+        (void)m;                                                                                          \
+        return clamp_entry(#name, which, 0, 0, NULL, args, nargs, kw);                                    \
+    }                                                                                                     \
     static PyObject *m_##name##_(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {    \
-        (void)m;                                                                                         \
-        return clamp_entry(#name "_", which, 0, 1, NULL, args, nargs, kw);                               \
-    }                                                                                                    \
+        (void)m;                                                                                          \
+        return clamp_entry(#name "_", which, 0, 1, NULL, args, nargs, kw);                                \
+    }                                                                                                     \
     static PyObject *t_##name(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {    \
-        return clamp_entry(#name, which, 1, 0, self, args, nargs, kw);                                   \
-    }                                                                                                    \
+        return clamp_entry(#name, which, 1, 0, self, args, nargs, kw);                                    \
+    }                                                                                                     \
     static PyObject *t_##name##_(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) { \
-        return clamp_entry(#name "_", which, 1, 1, self, args, nargs, kw);                               \
+        return clamp_entry(#name "_", which, 1, 1, self, args, nargs, kw);                                \
     }
 CLAMP_NAMES(DEF_CLAMP)
 
@@ -663,6 +658,7 @@ PyNumberMethods ampc_py_tensor_as_number = {
     .nb_true_divide = nb_true_divide,
     .nb_inplace_floor_divide = nb_inplace_floor_divide,
     .nb_inplace_true_divide = nb_inplace_true_divide,
+    .nb_matrix_multiply = ampc_py_matmul_op,
 };
 
 /* == != < <= > >= give bool tensors; a non-tensor, non-number other gives NotImplemented (so

@@ -5,6 +5,8 @@
  * its exception class depending on who raised it. */
 #include "py_common.h"
 
+#include <string.h>
+
 static PyObject *exception_for(ampc_status st) {
     switch (st) {
     case AMPC_E_VALUE: return PyExc_RuntimeError;
@@ -26,6 +28,8 @@ PyObject *ampc_py_raise(void) {
     }
     if (st == AMPC_OK)
         PyErr_SetString(PyExc_SystemError, "ampc: an operation failed without reporting an error");
+    else if (st == AMPC_E_NOMEM && ampc_py_out_of_memory_error && strstr(ampc_last_error(), "CUDA"))
+        PyErr_SetString(ampc_py_out_of_memory_error, ampc_last_error()); /* a device allocation */
     else
         PyErr_SetString(exception_for(st), ampc_last_error());
     ampc_clear_error();

@@ -282,7 +282,9 @@ static ampc_tensor *apply_basic(const ampc_tensor *self, const parsed_key *k, co
         PyErr_Format(PyExc_IndexError, "too many indices for tensor of dimension %d", self->ndim);
         return NULL;
     }
-    ampc_tensor *v = ampc_alias(self);
+    /* starts as self itself, so a purely advanced key indexes self (and its autograd history) */
+    ampc_tensor_incref((ampc_tensor *)self);
+    ampc_tensor *v = (ampc_tensor *)self;
     int d = 0;        /* the dim of v the next item applies to */
     int shown = 0;    /* the dim PyTorch names in errors: counts every item before, like its real_dim */
     int adv_pos[MAX_KEY_ITEMS];
@@ -331,6 +333,11 @@ static ampc_tensor *apply_basic(const ampc_tensor *self, const parsed_key *k, co
         }
     }
     if (!v) return ampc_py_raise(), NULL;
+    if (v == self && !n_adv) { /* t[...] and t[()] are new tensors viewing all of t */
+        ampc_tensor *alias = ampc_alias(v);
+        ampc_tensor_decref(v);
+        if (!(v = alias)) return ampc_py_raise(), NULL;
+    }
     /* one entry per dim of v up to the last index tensor; masks cover several, 0-dim masks none */
     int n = 0, cursor = 0;
     for (int j = 0; j < n_adv; j++) {
@@ -549,22 +556,15 @@ static PyObject *index_put(PyObject *self, PyObject *args, PyObject *kwargs, boo
                      Py_TYPE(values_o)->tp_name);
     }
     PyObject *result = NULL;
-    if (values) {
-        ampc_tensor *target = in_place ? a : ampc_clone(a);
-        if (target && ampc_py_check(ampc_index_put_(target, (int)n, entries, values, accumulate)) == 0) {
-            if (in_place) {
-                Py_INCREF(self);
-                result = self;
-            } else {
-                result = ampc_py_wrap(target);
-                target = NULL;
-            }
-        } else if (!target) {
-            ampc_py_raise();
+    if (values && in_place) {
+        if (ampc_py_check(ampc_index_put_(a, (int)n, entries, values, accumulate)) == 0) {
+            Py_INCREF(self);
+            result = self;
         }
-        if (!in_place) ampc_tensor_decref(target);
-        ampc_tensor_decref(values);
+    } else if (values) {
+        result = ampc_py_wrap(ampc_index_put(a, (int)n, entries, values, accumulate));
     }
+    ampc_tensor_decref(values);
     Py_DECREF(seq);
     return result;
 }

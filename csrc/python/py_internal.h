@@ -4,12 +4,16 @@
 #ifndef AMPC_PY_INTERNAL_H
 #define AMPC_PY_INTERNAL_H
 
+#include <stdbool.h>
+
 #include "py_common.h"
 
 /* py_dtype.c */
 int ampc_py_init_dtypes(PyObject *module);
 int ampc_py_is_dtype(PyObject *obj);
 int ampc_py_is_device(PyObject *obj);
+/* ampc.Size (a tuple subclass) of a shape. */
+PyObject *ampc_py_size_object(int ndim, const int64_t *shape);
 
 /* py_tensor.c */
 /* Wraps `t` (stolen) in a new object of `type` (Tensor or a subclass such as nn.Parameter). */
@@ -21,8 +25,6 @@ PyObject *ampc_py_tensor_int(PyObject *self);
 PyObject *ampc_py_tensor_float(PyObject *self);
 PyObject *ampc_py_tensor_index(PyObject *self);
 extern PyGetSetDef ampc_py_tensor_getset[];
-/* ampc.Size (a tuple subclass) of a shape. */
-PyObject *ampc_py_size_object(int ndim, const int64_t *shape);
 /* Tensor.item() */
 PyObject *ampc_py_tensor_item(PyObject *self, PyObject *unused);
 /* Copies `t` to a contiguous CPU tensor (new reference) for reading its elements on the host. */
@@ -30,8 +32,14 @@ ampc_tensor *ampc_py_host_contiguous(const ampc_tensor *t);
 /* Python number for element `i` of a contiguous CPU tensor. */
 PyObject *ampc_py_element(const ampc_tensor *host, int64_t i);
 
-/* py_creation.c: the data -> tensor conversion behind ampc.tensor (and Tensor(...)). */
+/* py_tensor_data.c: the data -> tensor conversion behind ampc.tensor, new_tensor and Tensor(data).
+ * dtype AMPC_DTYPE_UNDEFINED infers it from the data. */
 PyObject *ampc_py_tensor_from_data(PyObject *data, ampc_dtype dtype, ampc_device device, int requires_grad);
+/* A NumPy array as a tensor of `dtype` on `device` (new reference); copy=false shares the array's
+ * memory when dtype and device already match. */
+ampc_tensor *ampc_py_tensor_from_ndarray(PyObject *data, ampc_dtype dtype, ampc_device device, bool copy);
+
+/* py_creation.c */
 /* Sets requires_grad with PyTorch's check (floating dtypes only); 0 or -1. */
 int ampc_py_set_requires_grad(ampc_tensor *t, int flag);
 /* Parses a size given as varargs (f(2, 3)), one sequence (f((2, 3))) or size=...; count or -1. */

@@ -117,10 +117,10 @@ static PyObject *py_gemm_backend(PyObject *mod, PyObject *args) {
     return previous;
 }
 
-/* _gemm_features() -> {"blas": bool, "avx512bf16": bool}: what this build and CPU offer. */
+/* _gemm_features() -> {"blas": bool, "amx": bool}: what this build, CPU and OS offer. */
 static PyObject *py_gemm_features(PyObject *mod, PyObject *unused) {
-    return Py_BuildValue("{s:O,s:O}", "blas", ampc_cpu_gemm_has_blas() ? Py_True : Py_False, "avx512bf16",
-                         ampc_cpu_gemm_has_avx512bf16() ? Py_True : Py_False);
+    return Py_BuildValue("{s:O,s:O}", "blas", ampc_cpu_gemm_has_blas() ? Py_True : Py_False, "amx",
+                         ampc_cpu_gemm_has_amx() ? Py_True : Py_False);
 }
 
 PyMethodDef ampc_py_module_methods_linalg[] = {
@@ -134,7 +134,7 @@ PyMethodDef ampc_py_module_methods_linalg[] = {
      "baddbmm(input, batch1, batch2, *, beta=1, alpha=1) -> beta*input + alpha*bmm(batch1, batch2)"},
     {"einsum", METHOD(py_einsum), METH_VARARGS, "einsum(equation, *operands) -> Tensor: Einstein summation"},
     {"_gemm_backend", METHOD(py_gemm_backend), METH_VARARGS, "_gemm_backend(name=None): CPU GEMM implementation"},
-    {"_gemm_features", METHOD(py_gemm_features), METH_NOARGS, "_gemm_features(): CBLAS / AVX512-BF16 availability"},
+    {"_gemm_features", METHOD(py_gemm_features), METH_NOARGS, "_gemm_features(): CBLAS / AMX availability"},
     {NULL, NULL, 0, NULL},
 };
 

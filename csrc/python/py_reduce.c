@@ -279,12 +279,7 @@ static PyObject *norm_common(const char *name, PyObject *input, PyObject *p_o, P
     if (nd < 0 || parse_order(p_o, &p, name) < 0 || parse_bool(keep_o, &keepdim) < 0 ||
         ampc_py_dtype(dtype_o, &dtype, name) < 0)
         return NULL;
-    /* dtype= computes in that dtype: the input is cast first, as in PyTorch */
-    ampc_tensor *in = dtype == AMPC_DTYPE_UNDEFINED ? (ampc_tensor_incref(a), a) : ampc_to(a, dtype, a->device, false);
-    if (!in) return ampc_py_raise();
-    ampc_tensor *r = ampc_norm(in, p, nd, dims, keepdim);
-    ampc_tensor_decref(in);
-    return ampc_py_wrap(r);
+    return ampc_py_wrap(ampc_vector_norm(a, p, nd, dims, keepdim, dtype));
 }
 
 static PyObject *impl_norm(PyObject *input, PyObject *args, PyObject *kwargs) {

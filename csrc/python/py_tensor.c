@@ -3,9 +3,12 @@
  * One Python object per core tensor: the wrapper holds a reference to the core tensor and the
  * core tensor points back (borrowed) at its wrapper through t->pyobj, so wrapping the same core
  * tensor twice (x.grad, a view cache) yields the same Python object while it lives. The methods
- * of the type are in py_tensor_methods.c (shape, views, conversions) and in each area's table. */
+ * of the type are in py_tensor_methods.c (shape, views, conversions) and in each area's table;
+ * the small value types around it (dtype, device, Size) are in py_dtype.c. */
 #include "py_internal.h"
 #include "py_numpy.h"
+
+#include "core/autograd.h"
 
 #include <string.h>
 
@@ -110,7 +113,8 @@ static int is_int_like(PyObject *o) {
 
 int ampc_py_int_list(PyObject *obj, int64_t *out, int cap, const char *op, const char *arg) {
     /* f((2, 3)) arrives as a 1-tuple holding the sequence; f(2, 3) as the tuple itself. */
-    if (PyTuple_Check(obj) && PyTuple_GET_SIZE(obj) == 1 && !is_int_like(PyTuple_GET_ITEM(obj, 0)))
+    if (PyTuple_Check(obj) && PyTuple_GET_SIZE(obj) == 1 &&
+        (PyTuple_Check(PyTuple_GET_ITEM(obj, 0)) || PyList_Check(PyTuple_GET_ITEM(obj, 0))))
         obj = PyTuple_GET_ITEM(obj, 0);
     if (is_int_like(obj)) {
         if (cap < 1) goto too_many;
@@ -150,6 +154,7 @@ too_many:
 /* ------------------------------------------------------------------ host access */
 
 ampc_tensor *ampc_py_host_contiguous(const ampc_tensor *t) {
+    ampc_note_host_read();
     ampc_tensor *c = ampc_contiguous(t);
     if (!c) return NULL;
     ampc_tensor *h = ampc_to(c, AMPC_DTYPE_UNDEFINED, ampc_cpu_device(), false);
@@ -322,7 +327,7 @@ static PyObject *tensor_make_subclass(PyObject *unused, PyObject *args, PyObject
     }
     ampc_tensor *src = ampc_py_unwrap(data, "_make_subclass", "data");
     if (!src) return NULL;
-    ampc_tensor *t = ampc_alias(src);
+    ampc_tensor *t = ampc_detach(src);
     if (!t) return ampc_py_raise();
     if (ampc_py_set_requires_grad(t, require_grad) < 0) {
         ampc_tensor_decref(t);
@@ -332,27 +337,14 @@ static PyObject *tensor_make_subclass(PyObject *unused, PyObject *args, PyObject
 }
 
 int ampc_py_set_requires_grad(ampc_tensor *t, int flag) {
-    if (flag && !ampc_dtype_is_floating(t->dtype)) {
-        PyErr_SetString(PyExc_RuntimeError, "only Tensors of floating point dtype can require gradients");
-        return -1;
-    }
-    if (!flag && t->grad_fn) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "you can only change requires_grad flags of leaf variables. If you want to use a computed "
-                        "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
-        return -1;
-    }
-    t->requires_grad = flag != 0;
-    return 0;
+    return ampc_py_check(ampc_set_requires_grad(t, flag != 0)); /* PyTorch's checks live in the core */
 }
 
 /* ------------------------------------------------------------------ properties */
 
 #define SELF_T(self) (((AmpcTensorObject *)(self))->t)
 
-static PyObject *size_tuple(int ndim, const int64_t *shape);
-
-static PyObject *get_shape(PyObject *self, void *c) { return size_tuple(SELF_T(self)->ndim, SELF_T(self)->shape); }
+static PyObject *get_shape(PyObject *self, void *c) { return ampc_py_size_object(SELF_T(self)->ndim, SELF_T(self)->shape); }
 static PyObject *get_dtype(PyObject *self, void *c) { return ampc_py_dtype_object(SELF_T(self)->dtype); }
 static PyObject *get_device(PyObject *self, void *c) { return ampc_py_device_object(SELF_T(self)->device); }
 static PyObject *get_ndim(PyObject *self, void *c) { return PyLong_FromLong(SELF_T(self)->ndim); }
@@ -388,11 +380,7 @@ static PyObject *get_mT(PyObject *self, void *c) {
 
 /* .data: the same memory without autograd history; assigning swaps what this tensor views,
  * which is how optimizers and init code replace a parameter's values in PyTorch. */
-static PyObject *get_data(PyObject *self, void *c) {
-    ampc_tensor *a = ampc_alias(SELF_T(self));
-    if (a) a->requires_grad = false;
-    return ampc_py_wrap(a);
-}
+static PyObject *get_data(PyObject *self, void *c) { return ampc_py_wrap(ampc_detach(SELF_T(self))); }
 
 static int set_data(PyObject *self, PyObject *value, void *c) {
     ampc_tensor *src = value ? ampc_py_unwrap(value, "data", "value") : NULL;
@@ -430,74 +418,6 @@ PyGetSetDef ampc_py_tensor_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
-
-/* ------------------------------------------------------------------ ampc.Size */
-
-static PyObject *size_repr(PyObject *self) {
-    PyObject *list = PySequence_List(self);
-    if (!list) return NULL;
-    PyObject *r = PyUnicode_FromFormat("ampc.Size(%R)", list);
-    Py_DECREF(list);
-    return r;
-}
-
-/* Slicing a Size gives a Size, as with torch.Size. */
-static PyObject *size_subscript(PyObject *self, PyObject *key) {
-    PyObject *r = PyTuple_Type.tp_as_mapping->mp_subscript(self, key);
-    if (r && PySlice_Check(key) && PyTuple_CheckExact(r)) {
-        PyObject *s = PyObject_CallOneArg((PyObject *)Py_TYPE(self), r);
-        Py_DECREF(r);
-        return s;
-    }
-    return r;
-}
-
-static PyObject *size_numel(PyObject *self, PyObject *unused) {
-    long long n = 1;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self); i++) {
-        long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(self, i));
-        if (v == -1 && PyErr_Occurred()) return NULL;
-        n *= v;
-    }
-    return PyLong_FromLongLong(n);
-}
-
-static PyMappingMethods size_as_mapping = {0, size_subscript, 0};
-static PyMethodDef size_methods[] = {
-    {"numel", size_numel, METH_NOARGS, "product of the sizes"},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyTypeObject AmpcSize_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "ampc.Size",
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_TUPLE_SUBCLASS,
-    .tp_doc = "the shape of a tensor: a tuple of ints",
-    .tp_repr = size_repr,
-    .tp_as_mapping = &size_as_mapping,
-    .tp_methods = size_methods,
-};
-
-static PyObject *size_tuple(int ndim, const int64_t *shape) {
-    PyObject *tuple = PyTuple_New(ndim);
-    if (!tuple) return NULL;
-    for (int i = 0; i < ndim; i++) {
-        PyObject *v = PyLong_FromLongLong(shape[i]);
-        if (!v) {
-            Py_DECREF(tuple);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(tuple, i, v);
-    }
-    PyObject *args = PyTuple_Pack(1, tuple);
-    Py_DECREF(tuple);
-    if (!args) return NULL;
-    PyObject *r = AmpcSize_Type.tp_new(&AmpcSize_Type, args, NULL);
-    Py_DECREF(args);
-    return r;
-}
-
-PyObject *ampc_py_size_object(int ndim, const int64_t *shape) { return size_tuple(ndim, shape); }
 
 /* ------------------------------------------------------------------ iteration, len, hash */
 
@@ -621,9 +541,7 @@ int ampc_py_init_tensor(PyObject *module) {
     Py_DECREF(prio);
     PyType_Modified(&AmpcTensor_Type);
 
-    AmpcSize_Type.tp_base = &PyTuple_Type;
-    if (PyType_Ready(&AmpcSize_Type) < 0 || PyType_Ready(&TensorIter_Type) < 0) return -1;
+    if (PyType_Ready(&TensorIter_Type) < 0) return -1;
     if (PyModule_AddObjectRef(module, "Tensor", (PyObject *)&AmpcTensor_Type) < 0) return -1;
-    if (PyModule_AddObjectRef(module, "Size", (PyObject *)&AmpcSize_Type) < 0) return -1;
     return ampc_py_init_dtypes(module);
 }

@@ -1,8 +1,10 @@
 /* py_tensor_methods.c: the methods of ampc.Tensor that belong to the tensor core: shape queries,
- * views, dtype/device conversions, copies and fills, new_* constructors, tolist/item, copying
- * and pickling. Each parses its arguments and calls one function of tensor.h. Math, reductions,
- * indexing and autograd methods live in their areas' tables. */
+ * views, dtype/device conversions, copies and fills, new_* constructors, tolist/item. Each parses its arguments and calls one function of tensor.h. Math, reductions,
+ * indexing and autograd methods live in their areas' tables; NumPy, DLPack and pickling in
+ * py_convert.c. */
 #include "py_internal.h"
+
+#include "core/autograd.h"
 
 #include <string.h>
 
@@ -22,7 +24,7 @@ static PyObject *inplace_result(PyObject *self, ampc_status st) {
 }
 
 static int parse_int64(PyObject *o, int64_t *out, const char *op, const char *arg) {
-    if (!PyLong_Check(o) && !PyIndex_Check(o)) {
+    if (!PyIndex_Check(o) || PyBool_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be int, not %s", op, arg, Py_TYPE(o)->tp_name);
         return -1;
     }
@@ -146,15 +148,20 @@ static PyObject *t_permute(PyObject *self, PyObject *args) {
 
 static PyObject *t_flatten(PyObject *self, PyObject *args, PyObject *kwargs) {
     KW("start_dim", "end_dim");
-    long long s = 0, e = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LL:flatten", kwlist, &s, &e)) return NULL;
+    PyObject *s_o = NULL, *e_o = NULL;
+    int64_t s = 0, e = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:flatten", kwlist, &s_o, &e_o)) return NULL;
+    if ((s_o && parse_int64(s_o, &s, "flatten", "start_dim") < 0) || (e_o && parse_int64(e_o, &e, "flatten", "end_dim") < 0))
+        return NULL;
     return ampc_py_wrap(ampc_flatten(SELF_T(self), s, e));
 }
 
 static PyObject *t_transpose(PyObject *self, PyObject *args, PyObject *kwargs) {
     KW("dim0", "dim1");
-    long long d0, d1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LL:transpose", kwlist, &d0, &d1)) return NULL;
+    PyObject *o0, *o1;
+    int64_t d0, d1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:transpose", kwlist, &o0, &o1)) return NULL;
+    if (parse_int64(o0, &d0, "transpose", "dim0") < 0 || parse_int64(o1, &d1, "transpose", "dim1") < 0) return NULL;
     return ampc_py_wrap(ampc_transpose(SELF_T(self), d0, d1));
 }
 
@@ -168,8 +175,10 @@ static PyObject *t_t(PyObject *self, PyObject *unused) {
 
 static PyObject *t_unsqueeze(PyObject *self, PyObject *args, PyObject *kwargs) {
     KW("dim");
-    long long d;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "L:unsqueeze", kwlist, &d)) return NULL;
+    PyObject *o;
+    int64_t d;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:unsqueeze", kwlist, &o)) return NULL;
+    if (parse_int64(o, &d, "unsqueeze", "dim") < 0) return NULL;
     return ampc_py_wrap(ampc_unsqueeze(SELF_T(self), d));
 }
 
@@ -207,16 +216,10 @@ static PyObject *t_clone(PyObject *self, PyObject *args, PyObject *kwargs) {
     return ampc_py_wrap(ampc_clone(SELF_T(self)));
 }
 
-static PyObject *t_detach(PyObject *self, PyObject *unused) {
-    ampc_tensor *a = ampc_alias(SELF_T(self));
-    if (a) a->requires_grad = false;
-    return ampc_py_wrap(a);
-}
+/* (py_autograd.c's detach/detach_ take precedence when linked; these are the same calls) */
+static PyObject *t_detach(PyObject *self, PyObject *unused) { return ampc_py_wrap(ampc_detach(SELF_T(self))); }
 
-static PyObject *t_detach_(PyObject *self, PyObject *unused) {
-    SELF_T(self)->requires_grad = false;
-    return return_self(self);
-}
+static PyObject *t_detach_(PyObject *self, PyObject *unused) { return inplace_result(self, ampc_detach_(SELF_T(self))); }
 
 /* ------------------------------------------------------------------ dtype and device */
 
@@ -481,97 +484,24 @@ static PyObject *t_format(PyObject *self, PyObject *spec) {
     return PyErr_Format(PyExc_TypeError, "unsupported format string passed to Tensor.__format__");
 }
 
-/* deepcopy: a detached copy of the data, the same subclass, requires_grad and attributes. */
-static PyObject *t_deepcopy(PyObject *self, PyObject *memo) {
-    ampc_tensor *t = SELF_T(self);
-    ampc_tensor *c = ampc_clone(t);
-    if (!c) return ampc_py_raise();
-    c->requires_grad = t->requires_grad;
-    PyObject *r = ampc_py_wrap_as(Py_TYPE(self), c);
-    if (!r) return NULL;
-    PyObject *key = PyLong_FromVoidPtr(self);
-    if (!key || (PyDict_Check(memo) && PyDict_SetItem(memo, key, r) < 0)) goto fail;
-    Py_CLEAR(key);
-    PyObject *dict = ((AmpcTensorObject *)self)->dict;
-    if (dict && PyDict_GET_SIZE(dict)) {
-        PyObject *copy_mod = PyImport_ImportModule("copy");
-        PyObject *d = copy_mod ? PyObject_CallMethod(copy_mod, "deepcopy", "OO", dict, memo) : NULL;
-        Py_XDECREF(copy_mod);
-        if (!d) goto fail;
-        Py_XSETREF(((AmpcTensorObject *)r)->dict, d);
-    }
-    return r;
-fail:
-    Py_XDECREF(key);
-    Py_DECREF(r);
-    return NULL;
+/* ------------------------------------------------------------------ module-level queries */
+
+static PyObject *py_is_tensor(PyObject *u, PyObject *o) { return PyBool_FromLong(AmpcTensor_Check(o)); }
+
+static PyObject *py_is_floating_point(PyObject *u, PyObject *o) {
+    ampc_tensor *t = ampc_py_unwrap(o, "is_floating_point", "input");
+    return t ? PyBool_FromLong(ampc_dtype_is_floating(t->dtype)) : NULL;
 }
 
-/* Pickling (DataLoader workers, copy.copy): the class, the bytes of a contiguous CPU copy, the
- * dtype name, the shape, the device string and requires_grad; attributes go in the state. */
-static PyObject *t_reduce_ex(PyObject *self, PyObject *protocol) {
-    ampc_tensor *t = SELF_T(self);
-    ampc_tensor *h = ampc_py_host_contiguous(t);
-    if (!h) return ampc_py_raise();
-    PyObject *bytes = PyBytes_FromStringAndSize((const char *)ampc_data_ptr(h), (Py_ssize_t)ampc_nbytes(h));
-    ampc_tensor_decref(h);
-    if (!bytes) return NULL;
-    char dev[32];
-    PyObject *shape = ampc_py_size_object(t->ndim, t->shape);
-    PyObject *mod = PyImport_ImportModule("ampc._C");
-    PyObject *fn = mod ? PyObject_GetAttrString(mod, "_rebuild_tensor") : NULL;
-    Py_XDECREF(mod);
-    PyObject *dict = ((AmpcTensorObject *)self)->dict;
-    PyObject *r = NULL;
-    if (shape && fn)
-        r = Py_BuildValue("(O(OOsOsO)O)", fn, (PyObject *)Py_TYPE(self), bytes, ampc_dtype_name(t->dtype), shape,
-                          ampc_device_str(t->device, dev, sizeof dev), t->requires_grad ? Py_True : Py_False,
-                          dict && PyDict_GET_SIZE(dict) ? dict : Py_None);
-    Py_XDECREF(fn);
-    Py_XDECREF(shape);
-    Py_DECREF(bytes);
-    return r;
-}
-
-static PyObject *rebuild_tensor(PyObject *unused, PyObject *args) {
-    PyObject *cls, *bytes, *shape_o, *rg;
-    const char *dtype_name, *dev_name;
-    if (!PyArg_ParseTuple(args, "OSsOsO:_rebuild_tensor", &cls, &bytes, &dtype_name, &shape_o, &dev_name, &rg)) return NULL;
-    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &AmpcTensor_Type))
-        return PyErr_Format(PyExc_TypeError, "_rebuild_tensor(): cls must be a subclass of ampc.Tensor");
-    int dt = 0;
-    while (dt < AMPC_NUM_DTYPES && strcmp(ampc_dtype_name((ampc_dtype)dt), dtype_name)) dt++;
-    if (dt == AMPC_NUM_DTYPES) return PyErr_Format(PyExc_ValueError, "_rebuild_tensor(): unknown dtype '%s'", dtype_name);
-    int64_t shape[AMPC_MAX_DIMS];
-    int nd = ampc_py_int_list(shape_o, shape, AMPC_MAX_DIMS, "_rebuild_tensor", "shape");
-    if (nd < 0) return NULL;
-    PyObject *dev_str = PyUnicode_FromString(dev_name);
-    ampc_device dev;
-    int bad = !dev_str || ampc_py_device(dev_str, ampc_cpu_device(), &dev, "_rebuild_tensor") < 0;
-    Py_XDECREF(dev_str);
-    if (bad) return NULL;
-    ampc_tensor *h = ampc_empty(nd, shape, (ampc_dtype)dt, ampc_cpu_device());
-    if (!h) return ampc_py_raise();
-    if ((size_t)PyBytes_GET_SIZE(bytes) != ampc_nbytes(h)) {
-        ampc_tensor_decref(h);
-        return PyErr_Format(PyExc_ValueError, "_rebuild_tensor(): data has the wrong size");
-    }
-    memcpy(ampc_data_ptr(h), PyBytes_AS_STRING(bytes), ampc_nbytes(h));
-    ampc_tensor *t = h;
-    if (dev.type != AMPC_CPU) {
-        t = ampc_to(h, AMPC_DTYPE_UNDEFINED, dev, false);
-        ampc_tensor_decref(h);
-        if (!t) return ampc_py_raise();
-    }
-    if (PyObject_IsTrue(rg) && ampc_py_set_requires_grad(t, 1) < 0) {
-        ampc_tensor_decref(t);
-        return NULL;
-    }
-    return ampc_py_wrap_as((PyTypeObject *)cls, t);
+static PyObject *py_numel(PyObject *u, PyObject *o) {
+    ampc_tensor *t = ampc_py_unwrap(o, "numel", "input");
+    return t ? PyLong_FromLongLong(ampc_numel(t)) : NULL;
 }
 
 PyMethodDef ampc_py_module_methods_tensor[] = {
-    {"_rebuild_tensor", rebuild_tensor, METH_VARARGS, "unpickles a Tensor (see Tensor.__reduce_ex__)"},
+    {"is_tensor", py_is_tensor, METH_O, "is_tensor(obj): whether obj is an ampc.Tensor"},
+    {"is_floating_point", py_is_floating_point, METH_O, NULL},
+    {"numel", py_numel, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 
@@ -639,7 +569,5 @@ PyMethodDef ampc_py_tensor_methods_core[] = {
     {"item", ampc_py_tensor_item, METH_NOARGS, "the value of a one-element tensor as a Python number"},
     {"tolist", t_tolist, METH_NOARGS, NULL},
     {"__format__", t_format, METH_O, NULL},
-    {"__deepcopy__", t_deepcopy, METH_O, NULL},
-    {"__reduce_ex__", t_reduce_ex, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };

@@ -1,7 +1,8 @@
 """ampc: PyTorch's tensor and automatic mixed precision (AMP) API on a C/CUDA core, without PyTorch.
 
-`import ampc as torch` is the intended use: the names below mirror torch's. Everything here is
-implemented in the compiled module ampc._C; this file only re-exports it.
+`import ampc as torch` is the intended use: the names below mirror torch's. The tensor, its ops
+and the creation functions live in the compiled module ampc._C; this file re-exports them and
+the Python subpackages (amp, cuda, cpu, nn, random), as `import torch` does.
 """
 from . import _C
 from ._C import *  # noqa: F401,F403  (every function of every area's module table)
@@ -11,4 +12,16 @@ from ._C import (  # noqa: F401  dtype objects and their aliases
 )
 from ._tensor_str import get_printoptions, set_printoptions  # noqa: F401
 
+from . import amp, cpu, cuda, nn, random  # noqa: E402,F401
+from .amp import autocast  # noqa: E402,F401
+# The Python-level seeding functions (they return and manage ampc.Generator objects) replace
+# the raw ones of _C.
+from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402,F401
+
 __version__ = "0.1.0"
+
+from . import autograd  # noqa: E402
+from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402,F401
+
+from .serialization import load, save  # noqa: E402,F401
+from . import optim, utils  # noqa: E402,F401  (torch.optim / torch.utils.data reachable from `import torch`)

@@ -1,5 +1,5 @@
 /* test_gemm.c: the matrix frontends (linalg.c) and the CPU GEMM kernel against a plain double
- * reference, on every backend the build has (CBLAS, the blocked C fallback, AVX512-BF16), with
+ * reference, on every backend the build has (CBLAS, the blocked C fallback, AMX), with
  * transposed, sliced and broadcast operands, edge tile sizes, k = 0 and the error messages. */
 #include <stdlib.h>
 #include <string.h>
@@ -365,21 +365,23 @@ static void zero_size_body(void) {
 
 CTEST(gemm_zero_sizes) { each_backend(zero_size_body); }
 
-CTEST(gemm_avx512bf16_kernel) {
-    if (!ampc_cpu_gemm_has_avx512bf16()) return; /* nothing to test on this CPU */
-    /* tile edges: n around MR = 12, m around NR = 32, odd k and k across KC = 256 blocks */
-    const int64_t sizes[][3] = {{11, 31, 3}, {12, 32, 2}, {13, 33, 1}, {25, 65, 257}, {30, 40, 600}};
-    for (int s = 0; s < 5; s++)
+CTEST(gemm_amx_kernel) {
+    if (!ampc_cpu_gemm_has_amx()) return; /* nothing to test on this CPU */
+    /* tile edges: n and m around 16 / 32, k around 32, k across KC = 512 and n across MC = 128;
+     * alpha 1 with beta 0 or 1 takes the path where tiles load and store C directly */
+    const int64_t sizes[][3] = {{15, 17, 31}, {32, 32, 32}, {33, 47, 33}, {1, 1, 1}, {130, 40, 1030}, {64, 96, 600}};
+    const float coefs[][2] = {{2.0f, 0.5f}, {1.0f, 1.0f}, {1.0f, 0.0f}};
+    for (int s = 0; s < 6; s++)
         for (int layout = 0; layout < 4; layout++) {
             int64_t n = sizes[s][0], m = sizes[s][1], k = sizes[s][2];
+            float alpha = coefs[layout % 3][0], beta = coefs[layout % 3][1];
             ampc_tensor *a = layout & 1 ? transposed_rand(n, k, AMPC_BFLOAT16) : rand2(n, k, AMPC_BFLOAT16);
             ampc_tensor *b = layout & 2 ? transposed_rand(k, m, AMPC_BFLOAT16) : rand2(k, m, AMPC_BFLOAT16);
             float *c = (float *)malloc(sizeof(float) * (size_t)(n * m));
-            for (int64_t i = 0; i < n * m; i++) c[i] = 1.0f;
-            /* C = 2 * A @ B + 0.5 * C, fp32 result */
-            CHECK(ampc_cpu_gemm_bf16_avx512(n, m, k, 2.0f, (const uint16_t *)ampc_data_ptr(a), a->strides[0],
-                                            a->strides[1], (const uint16_t *)ampc_data_ptr(b), b->strides[0],
-                                            b->strides[1], 0.5f, c, m) == AMPC_OK);
+            for (int64_t i = 0; i < n * m; i++) c[i] = beta == 0 ? NAN : 1.0f; /* beta 0 must not read C */
+            CHECK(ampc_cpu_gemm_bf16_amx(n, m, k, alpha, (const uint16_t *)ampc_data_ptr(a), a->strides[0],
+                                         a->strides[1], (const uint16_t *)ampc_data_ptr(b), b->strides[0],
+                                         b->strides[1], beta, c, m) == AMPC_OK);
             int bad = 0;
             for (int64_t i = 0; i < n && bad < 3; i++)
                 for (int64_t j = 0; j < m && bad < 3; j++) {
@@ -389,9 +391,9 @@ CTEST(gemm_avx512bf16_kernel) {
                         double prod = at(a, ia) * at(b, ib);
                         sum += prod, mag += fabs(prod);
                     }
-                    double want = 2 * sum + 0.5;
-                    if (fabs(c[i * m + j] - want) > 1e-6 * (double)(k + 4) * (2 * mag + 1)) {
-                        fprintf(stderr, "  avx512bf16 n=%lld m=%lld k=%lld (%lld,%lld): got %g want %g\n", (long long)n,
+                    double want = alpha * sum + beta;
+                    if (!(fabs(c[i * m + j] - want) <= 1e-6 * (double)(k + 4) * (alpha * mag + 1))) {
+                        fprintf(stderr, "  amx n=%lld m=%lld k=%lld (%lld,%lld): got %g want %g\n", (long long)n,
                                 (long long)m, (long long)k, (long long)i, (long long)j, c[i * m + j], want);
                         bad++;
                     }

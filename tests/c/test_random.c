@@ -66,6 +66,14 @@ CTEST(random_reproducible) {
     float first = ((float *)ampc_data_ptr(a))[0];
     CHECK(first == ampc_philox_u24(ampc_philox_word(7, 0)));
     CHECK(((float *)ampc_data_ptr(a))[5] == ampc_philox_u24(ampc_philox_word(7, 5)));
+    /* normals: element i is the per-element formula at the request's first block */
+    uint64_t s7, off7;
+    ampc_get_rng_state(ampc_cpu_device(), &s7, &off7);
+    CHECK(ampc_normal_(a, 0, 1) == AMPC_OK);
+    int same = 1;
+    for (int64_t i = 0; i < 1001; i += 97)
+        same &= ((float *)ampc_data_ptr(a))[i] == (float)ampc_philox_normal_at(7, off7 / 4, (uint64_t)i, 0);
+    CHECK(same);
     ampc_tensor_decref(a);
     ampc_tensor_decref(b);
 }

@@ -231,3 +231,40 @@ CTEST(cumsum) {
     ampc_tensor *all[] = {t, c0, c1, tt, ct};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) ampc_tensor_decref(all[i]);
 }
+
+/* fp16 rows take three load paths (F16C or branch-free widening of contiguous rows, the
+ * branch-free load of strided rows and of the across-rows loop); over every finite half the
+ * double sum is exact, so all three must agree with ampc_half_to_f32 bit for bit. */
+CTEST(reduce_fp16_load_paths) {
+    int64_t n = 0, shape[1] = {63488}, pair[2] = {63488, 2};
+    ampc_tensor *h = ampc_empty(1, shape, AMPC_FLOAT16, ampc_cpu_device());
+    ampc_tensor *h2 = ampc_zeros(2, pair, AMPC_FLOAT16, ampc_cpu_device());
+    ampc_half *p = (ampc_half *)ampc_data_ptr(h), *p2 = (ampc_half *)ampc_data_ptr(h2);
+    double expected = 0;
+    for (uint32_t bits = 0; bits < 0x10000u; bits++) {
+        if ((bits & 0x7c00u) == 0x7c00u) continue; /* inf and NaN */
+        p[n] = (ampc_half)bits;
+        p2[2 * n] = (ampc_half)bits;
+        expected += ampc_half_to_f32((ampc_half)bits);
+        n++;
+    }
+    CHECK(n == 63488);
+    ampc_tensor *s = ampc_reduce(AMPC_OP_SUM, h, 0, NULL, false, AMPC_FLOAT64);
+    CHECK(s && get(s, 0) == expected);
+    ampc_tensor *col = ampc_select(h2, 1, 0); /* stride 2 */
+    ampc_tensor *sc = ampc_reduce(AMPC_OP_SUM, col, 0, NULL, false, AMPC_FLOAT64);
+    CHECK(sc && get(sc, 0) == expected);
+    int64_t rows_shape[2] = {63488 / 8, 8}, d0[1] = {0};
+    ampc_tensor *v = ampc_view(h, 2, rows_shape);
+    ampc_tensor *cols = ampc_reduce(AMPC_OP_SUM, v, 1, d0, false, AMPC_FLOAT64); /* across rows */
+    double col_total = 0;
+    for (int j = 0; j < 8; j++) col_total += get(cols, j);
+    CHECK(cols && col_total == expected);
+    ampc_tensor *mx = ampc_reduce(AMPC_OP_AMAX, h, 0, NULL, false, AMPC_DTYPE_UNDEFINED);
+    CHECK(mx && get(mx, 0) == 65504.0);
+    p[7] = 0x7e00u; /* a NaN wins */
+    ampc_tensor *mn = ampc_reduce(AMPC_OP_AMIN, h, 0, NULL, false, AMPC_DTYPE_UNDEFINED);
+    CHECK(mn && isnan(get(mn, 0)));
+    ampc_tensor *all[] = {h, h2, s, col, sc, v, cols, mx, mn};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) ampc_tensor_decref(all[i]);
+}

@@ -1,0 +1,509 @@
+/* nn_misc.c: linear, embedding (padding_idx, scale_grad_by_freq), dropout (Philox, reproducible
+ * under manual_seed) and scaled_dot_product_attention, with their gradient rules.
+ *
+ * linear and attention run their matrix products through the GEMM kernel (nn_gemm: fp32
+ * accumulation for fp16/bf16). Attention is composed, not fused:
+ *   S = Q K^T (*, L, S);  P = softmax(S * scale + mask | causal);  P' = dropout(P);  O = P' V
+ * and keeps Q, K, V, P and the dropout mask for backward:
+ *   dV = P'^T dO;  dP' = dO V^T;  dP = dP' * mask / (1 - p);  dS = P * (dP - rowsum(dP * P)) * scale;
+ *   dQ = dS K;  dK = dS^T Q.
+ * A fused (flash) kernel would avoid the (L, S) matrices; on the CPU the composed form is as fast. */
+#include <math.h>
+#include <stdio.h>
+
+#include "autocast.h"
+#include "autograd.h"
+#include "nn_common.h"
+
+/* A view of t with its last two dims swapped (no copy: GEMM reads any strides). */
+static ampc_tensor *t_last2(const ampc_tensor *t) { return ampc_transpose(t, -1, -2); }
+
+/* ---------------------------------------------------------------- linear */
+
+static ampc_status linear_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
+static const ampc_grad_rule linear_rule = {"AddmmBackward0", linear_rule_fn};
+static const ampc_grad_rule linear_nobias_rule = {"MmBackward0", linear_rule_fn};
+
+/* input as (M, in): a view when the layout allows, else a copy. */
+static ampc_tensor *as_matrix(const ampc_tensor *t, int64_t cols) {
+    int64_t shape[2] = {cols ? ampc_numel(t) / cols : 0, cols};
+    if (t->ndim == 1) shape[0] = 1;
+    return ampc_reshape(t, 2, shape);
+}
+
+ampc_tensor *ampc_linear(const ampc_tensor *input, const ampc_tensor *weight, const ampc_tensor *bias) {
+    const ampc_tensor *all[3] = {input, weight, bias};
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter(AMPC_AC_LINEAR, 3, all, false, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_linear(ac.t[0], ac.t[1], ac.t[2]));
+    if (nn_check_device("linear", 3, all) != AMPC_OK) return NULL;
+    if (input->ndim < 1 || weight->ndim != 2) {
+        char s1[96];
+        ampc_set_error(AMPC_E_RUNTIME, "linear: expected input of at least 1 dim and a 2-D weight, got weight of shape %s",
+                       nn_shape(weight, s1, sizeof s1));
+        return NULL;
+    }
+    if (input->dtype != weight->dtype || (bias && bias->dtype != input->dtype)) {
+        static const char *const names[AMPC_NUM_DTYPES] = {"Float", "Half", "BFloat16", "Double", "Long", "Int", "Byte", "Bool"};
+        const ampc_tensor *other = input->dtype != weight->dtype ? weight : bias;
+        ampc_set_error(AMPC_E_RUNTIME, "mat1 and mat2 must have the same dtype, but got %s and %s", names[input->dtype],
+                       names[other->dtype]);
+        return NULL;
+    }
+    int64_t in = input->shape[input->ndim - 1], out_f = weight->shape[0];
+    if (weight->shape[1] != in) {
+        ampc_set_error(AMPC_E_RUNTIME, "mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+                       (long long)(in ? ampc_numel(input) / in : 0), (long long)in, (long long)weight->shape[1],
+                       (long long)out_f);
+        return NULL;
+    }
+    if (bias && !(bias->ndim == 1 && bias->shape[0] == out_f) && !(bias->ndim == 0)) {
+        char s1[96];
+        ampc_set_error(AMPC_E_RUNTIME, "linear: bias of shape %s does not match the %lld output features",
+                       nn_shape(bias, s1, sizeof s1), (long long)out_f);
+        return NULL;
+    }
+    ampc_tensor *x2 = as_matrix(input, in);
+    ampc_tensor *wt = x2 ? t_last2(weight) : NULL;
+    ampc_tensor *bv = NULL;
+    if (wt && bias) {
+        int64_t bshape[2] = {x2->shape[0], out_f}, bstrides[2] = {0, bias->ndim ? bias->strides[0] : 0};
+        bv = ampc_as_strided(bias, 2, bshape, bstrides, bias->offset);
+    }
+    ampc_tensor *y2 = wt && (!bias || bv) ? nn_gemm(x2, wt, bv, 1.0, 1.0) : NULL;
+    ampc_tensor *tmp[3] = {x2, wt, bv};
+    nn_release(3, tmp);
+    if (!y2) return NULL;
+    int64_t shape[AMPC_MAX_DIMS];
+    memcpy(shape, input->shape, sizeof(int64_t) * (size_t)input->ndim);
+    shape[input->ndim - 1] = out_f;
+    ampc_tensor *y = nn_reshape_view(y2, input->ndim, shape);
+    ampc_tensor_decref(y2);
+    if (y && ampc_any_requires_grad(3, all)) {
+        ampc_node_attrs attrs;
+        memset(&attrs, 0, sizeof attrs);
+        if (!ampc_autograd_record(bias ? &linear_rule : &linear_nobias_rule, 3, all, 1, &y, 2,
+                                  (const ampc_tensor *[]){input, weight}, &attrs)) {
+            ampc_tensor_decref(y);
+            return NULL;
+        }
+    }
+    return y;
+}
+
+static ampc_status linear_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    const ampc_tensor *x = ampc_node_saved(node, 0), *w = x ? ampc_node_saved(node, 1) : NULL;
+    if (!w) return ampc_last_status();
+    if (!grads[0]) return AMPC_OK;
+    int64_t in = w->shape[1], out_f = w->shape[0];
+    ampc_tensor *g2 = as_matrix(grads[0], out_f), *x2 = NULL, *gt = NULL;
+    ampc_status st = g2 ? AMPC_OK : ampc_last_status();
+    if (st == AMPC_OK && node->needs_input_grad[0]) { /* (M, out) @ (out, in) */
+        ampc_tensor *gx = nn_gemm(g2, w, NULL, 0.0, 1.0);
+        grad_inputs[0] = gx ? nn_reshape_view(gx, x->ndim, x->shape) : NULL;
+        ampc_tensor_decref(gx);
+        if (!grad_inputs[0]) st = ampc_last_status();
+    }
+    if (st == AMPC_OK && node->needs_input_grad[1]) { /* (out, M) @ (M, in) */
+        x2 = as_matrix(x, in);
+        gt = x2 ? t_last2(g2) : NULL;
+        grad_inputs[1] = gt ? nn_gemm(gt, x2, NULL, 0.0, 1.0) : NULL;
+        if (!grad_inputs[1]) st = ampc_last_status();
+    }
+    if (st == AMPC_OK && node->needs_input_grad[2]) {
+        ampc_tensor *gb = ampc_reduce(AMPC_OP_SUM, g2, 1, (const int64_t[]){0}, false, AMPC_DTYPE_UNDEFINED);
+        grad_inputs[2] = gb ? nn_sum_to(gb, node->in_ndim[2], node->in_shape[2]) : NULL;
+        ampc_tensor_decref(gb);
+        if (!grad_inputs[2]) st = ampc_last_status();
+    }
+    ampc_tensor *tmp[3] = {g2, x2, gt};
+    nn_release(3, tmp);
+    return st;
+}
+
+/* ---------------------------------------------------------------- embedding */
+
+static ampc_status embedding_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
+static const ampc_grad_rule embedding_rule = {"EmbeddingBackward0", embedding_rule_fn};
+
+static ampc_status check_indices(const char *name, const ampc_tensor *idx) {
+    if (idx->dtype == AMPC_INT64 || idx->dtype == AMPC_INT32) return AMPC_OK;
+    char s[64];
+    return ampc_set_error(AMPC_E_RUNTIME,
+                          "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
+                          "Int; but got %s instead (while checking arguments for %s)",
+                          nn_type_name(idx, s, sizeof s), name);
+}
+
+/* padding_idx wrapped into [0, V), or -1 for none (INT64_MIN). */
+static ampc_status wrap_padding_idx(int64_t padding_idx, int64_t v, int64_t *out) {
+    if (padding_idx == INT64_MIN) {
+        *out = -1;
+        return AMPC_OK;
+    }
+    if (padding_idx < -v || padding_idx >= v)
+        return ampc_set_error(AMPC_E_VALUE, "Padding_idx must be within num_embeddings");
+    *out = padding_idx < 0 ? padding_idx + v : padding_idx;
+    return AMPC_OK;
+}
+
+ampc_tensor *ampc_embedding(const ampc_tensor *weight, const ampc_tensor *indices, int64_t padding_idx,
+                            bool scale_grad_by_freq) {
+    const ampc_tensor *all[2] = {weight, indices};
+    int64_t pad;
+    if (nn_check_device("embedding", 2, all) != AMPC_OK || check_indices("embedding", indices) != AMPC_OK) return NULL;
+    if (weight->ndim != 2) {
+        ampc_set_error(AMPC_E_RUNTIME, "'weight' must be 2-D");
+        return NULL;
+    }
+    if (wrap_padding_idx(padding_idx, weight->shape[0], &pad) != AMPC_OK) return NULL;
+    if (indices->ndim + 1 > AMPC_MAX_DIMS) {
+        ampc_set_error(AMPC_E_VALUE, "embedding: indices of %d dims give more than %d dims", indices->ndim, AMPC_MAX_DIMS);
+        return NULL;
+    }
+    int64_t shape[AMPC_MAX_DIMS], flat[2] = {ampc_numel(indices), weight->shape[1]};
+    memcpy(shape, indices->shape, sizeof(int64_t) * (size_t)indices->ndim);
+    shape[indices->ndim] = weight->shape[1];
+    ampc_tensor *w = ampc_contiguous(weight), *idx = w ? ampc_contiguous(indices) : NULL;
+    ampc_tensor *y = idx ? ampc_empty(indices->ndim + 1, shape, weight->dtype, weight->device) : NULL;
+    ampc_tensor *y2 = y ? nn_reshape_view(y, 2, flat) : NULL;
+    ampc_status st = y2 ? AMPC_OK : ampc_last_status();
+    if (st == AMPC_OK) {
+        ampc_kernel_args a;
+        nn_args_init(&a);
+        a.out[0] = y2, a.n_out = 1;
+        a.in[0] = w, a.in[1] = idx, a.n_in = 2;
+        st = ampc_numel(idx) > 0 ? ampc_dispatch(AMPC_OP_EMBEDDING, &a) : AMPC_OK;
+    }
+    ampc_tensor *tmp[3] = {w, idx, y2};
+    nn_release(3, tmp);
+    if (st == AMPC_OK && ampc_any_requires_grad(1, &weight)) {
+        ampc_node_attrs attrs;
+        memset(&attrs, 0, sizeof attrs);
+        attrs.ints[0] = weight->shape[0], attrs.ints[1] = pad, attrs.ints[2] = scale_grad_by_freq, attrs.n_ints = 3;
+        if (!ampc_autograd_record(&embedding_rule, 1, &weight, 1, &y, 1, &indices, &attrs)) st = ampc_last_status();
+    }
+    if (st != AMPC_OK) {
+        ampc_tensor_decref(y);
+        return NULL;
+    }
+    return y;
+}
+
+ampc_tensor *ampc_embedding_backward(const ampc_tensor *grad_out, const ampc_tensor *indices, int64_t num_weights,
+                                     int64_t padding_idx, bool scale_grad_by_freq) {
+    int64_t pad, n = ampc_numel(indices);
+    if (check_indices("embedding_backward", indices) != AMPC_OK ||
+        wrap_padding_idx(padding_idx < 0 ? INT64_MIN : padding_idx, num_weights, &pad) != AMPC_OK)
+        return NULL;
+    if (grad_out->ndim < 1 || ampc_numel(grad_out) != n * grad_out->shape[grad_out->ndim - 1]) {
+        ampc_set_error(AMPC_E_RUNTIME, "embedding_backward: grad_output does not match the indices");
+        return NULL;
+    }
+    int64_t d = grad_out->shape[grad_out->ndim - 1], gs[2] = {n, d}, ws[2] = {num_weights, d};
+    ampc_tensor *gc = ampc_contiguous(grad_out), *g = gc ? nn_reshape_view(gc, 2, gs) : NULL;
+    ampc_tensor *idx = g ? ampc_contiguous(indices) : NULL;
+    ampc_tensor *gw = idx ? ampc_empty(2, ws, grad_out->dtype, grad_out->device) : NULL;
+    ampc_status st = gw ? AMPC_OK : ampc_last_status();
+    if (st == AMPC_OK) {
+        ampc_kernel_args a;
+        nn_args_init(&a);
+        a.out[0] = gw, a.n_out = 1;
+        a.in[0] = g, a.in[1] = idx, a.n_in = 2;
+        a.ints[0] = pad, a.ints[1] = scale_grad_by_freq, a.n_ints = 2;
+        st = nn_dispatch(AMPC_OP_EMBEDDING_BACKWARD, &a);
+    }
+    ampc_tensor *tmp[3] = {gc, g, idx};
+    nn_release(3, tmp);
+    if (st != AMPC_OK) {
+        ampc_tensor_decref(gw);
+        return NULL;
+    }
+    return gw;
+}
+
+static ampc_status embedding_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    const ampc_tensor *idx = ampc_node_saved(node, 0);
+    if (!idx) return ampc_last_status();
+    if (!grads[0]) return AMPC_OK;
+    const int64_t *v = node->attrs.ints;
+    grad_inputs[0] = ampc_embedding_backward(grads[0], idx, v[0], v[1], v[2] != 0);
+    return grad_inputs[0] ? AMPC_OK : ampc_last_status();
+}
+
+/* ---------------------------------------------------------------- dropout */
+
+static ampc_status dropout_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
+static const ampc_grad_rule dropout_rule = {"NativeDropoutBackward0", dropout_rule_fn};
+
+static ampc_status check_p(double p) {
+    if (!(p >= 0 && p <= 1))
+        return ampc_set_error(AMPC_E_VALUE, "dropout probability has to be between 0 and 1, but got %g", p);
+    return AMPC_OK;
+}
+
+/* y = x * keep / (1 - p) without recording; *mask the bool keep mask. */
+static ampc_tensor *dropout_forward(const ampc_tensor *input, double p, ampc_tensor **mask) {
+    *mask = NULL;
+    if (nn_check_floating("dropout", input, "input") != AMPC_OK) return NULL;
+    ampc_tensor *x = ampc_contiguous(input);
+    ampc_tensor *y = x ? ampc_empty(input->ndim, input->shape, input->dtype, input->device) : NULL;
+    *mask = y ? ampc_empty(input->ndim, input->shape, AMPC_BOOL, input->device) : NULL;
+    ampc_status st = *mask ? AMPC_OK : ampc_last_status();
+    if (st == AMPC_OK && ampc_numel(x) > 0) {
+        ampc_kernel_args a;
+        nn_args_init(&a);
+        a.out[0] = y, a.out[1] = *mask, a.n_out = 2;
+        a.in[0] = x, a.n_in = 1;
+        a.scalars[0] = ampc_scalar_float(p);
+        ampc_philox_reserve(input->device, (uint64_t)ampc_numel(x), &a.seed, &a.offset);
+        st = ampc_dispatch(AMPC_OP_DROPOUT, &a);
+    }
+    ampc_tensor_decref(x);
+    if (st != AMPC_OK) {
+        ampc_tensor_decref(y), ampc_tensor_decref(*mask);
+        *mask = NULL;
+        return NULL;
+    }
+    return y;
+}
+
+ampc_tensor *ampc_native_dropout(const ampc_tensor *input, double p, ampc_tensor **mask) {
+    if (check_p(p) != AMPC_OK) return NULL;
+    ampc_tensor *y = dropout_forward(input, p, mask);
+    if (y && ampc_any_requires_grad(1, &input)) {
+        ampc_node_attrs attrs;
+        memset(&attrs, 0, sizeof attrs);
+        attrs.scalars[0] = ampc_scalar_float(p < 1 ? 1 / (1 - p) : 0);
+        if (!ampc_autograd_record(&dropout_rule, 1, &input, 1, &y, 1, (const ampc_tensor *const *)mask, &attrs)) {
+            ampc_tensor_decref(y), ampc_tensor_decref(*mask);
+            *mask = NULL;
+            return NULL;
+        }
+    }
+    return y;
+}
+
+ampc_tensor *ampc_dropout(const ampc_tensor *input, double p, bool training) {
+    if (check_p(p) != AMPC_OK) return NULL;
+    if (!training || p == 0) { /* the identity, as PyTorch: the input itself */
+        ampc_tensor_incref((ampc_tensor *)input);
+        return (ampc_tensor *)input;
+    }
+    ampc_tensor *mask;
+    ampc_tensor *y = ampc_native_dropout(input, p, &mask);
+    ampc_tensor_decref(mask);
+    return y;
+}
+
+ampc_tensor *ampc_masked_scale(const ampc_tensor *grad, const ampc_tensor *mask, double scale) {
+    if (ampc_numel(grad) != ampc_numel(mask) || grad->ndim != mask->ndim) {
+        char s1[96], s2[96];
+        ampc_set_error(AMPC_E_RUNTIME, "masked_scale: grad of shape %s and mask of shape %s differ",
+                       nn_shape(grad, s1, sizeof s1), nn_shape(mask, s2, sizeof s2));
+        return NULL;
+    }
+    ampc_tensor *g = ampc_contiguous(grad), *m = g ? ampc_contiguous(mask) : NULL;
+    ampc_tensor *y = m ? ampc_empty(grad->ndim, grad->shape, grad->dtype, grad->device) : NULL;
+    if (y) {
+        ampc_kernel_args a;
+        nn_args_init(&a);
+        a.out[0] = y, a.n_out = 1;
+        a.in[0] = g, a.in[1] = m, a.n_in = 2;
+        a.scalars[0] = ampc_scalar_float(scale);
+        if (nn_dispatch(AMPC_OP_MASKED_SCALE, &a) != AMPC_OK) y = (ampc_tensor_decref(y), NULL);
+    }
+    ampc_tensor_decref(g), ampc_tensor_decref(m);
+    return y;
+}
+
+static ampc_status dropout_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    const ampc_tensor *mask = ampc_node_saved(node, 0);
+    if (!mask) return ampc_last_status();
+    if (!grads[0]) return AMPC_OK;
+    grad_inputs[0] = ampc_masked_scale(grads[0], mask, ampc_scalar_to_double(node->attrs.scalars[0]));
+    return grad_inputs[0] ? AMPC_OK : ampc_last_status();
+}
+
+/* ---------------------------------------------------------------- scaled_dot_product_attention */
+
+static ampc_status sdpa_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
+static const ampc_grad_rule sdpa_rule = {"ScaledDotProductAttentionBackward0", sdpa_rule_fn};
+
+/* The common batch shape of q, k, v (all but the last two dims, broadcast). */
+static ampc_status sdpa_batch(const ampc_tensor *q, const ampc_tensor *k, const ampc_tensor *v, int *nb,
+                              int64_t *batch) {
+    int n1, n2;
+    int64_t b1[AMPC_MAX_DIMS], b2[AMPC_MAX_DIMS];
+    AMPC_TRY(ampc_broadcast_shapes("scaled_dot_product_attention", q->ndim - 2, q->shape, k->ndim - 2, k->shape, &n1, b1));
+    AMPC_TRY(ampc_broadcast_shapes("scaled_dot_product_attention", n1, b1, v->ndim - 2, v->shape, &n2, b2));
+    *nb = n2;
+    memcpy(batch, b2, sizeof(int64_t) * (size_t)n2);
+    return AMPC_OK;
+}
+
+/* t expanded to (*batch, rows, cols) (a view). */
+static ampc_tensor *expand_batch(const ampc_tensor *t, int nb, const int64_t *batch) {
+    int64_t shape[AMPC_MAX_DIMS];
+    memcpy(shape, batch, sizeof(int64_t) * (size_t)nb);
+    shape[nb] = t->shape[t->ndim - 2], shape[nb + 1] = t->shape[t->ndim - 1];
+    return ampc_expand(t, nb + 2, shape);
+}
+
+typedef struct sdpa_parts {
+    ampc_tensor *q, *k, *v;  /* expanded to the common batch */
+    ampc_tensor *mask;       /* expanded to (*batch, L, S) or NULL */
+    int nb;
+    int64_t batch[AMPC_MAX_DIMS];
+} sdpa_parts;
+
+static void sdpa_parts_free(sdpa_parts *s) {
+    ampc_tensor *tmp[4] = {s->q, s->k, s->v, s->mask};
+    nn_release(4, tmp);
+}
+
+static ampc_status sdpa_prepare(const ampc_tensor *q, const ampc_tensor *k, const ampc_tensor *v,
+                                const ampc_tensor *mask, sdpa_parts *s) {
+    char s1[96], s2[96], s3[96];
+    memset(s, 0, sizeof *s);
+    const ampc_tensor *all[4] = {q, k, v, mask};
+    AMPC_TRY(nn_check_device("scaled_dot_product_attention", 4, all));
+    if (q->ndim < 2 || k->ndim < 2 || v->ndim < 2)
+        return ampc_set_error(AMPC_E_RUNTIME, "scaled_dot_product_attention: expected query, key and value of at least 2 dims");
+    if (q->dtype != k->dtype || q->dtype != v->dtype)
+        return ampc_set_error(AMPC_E_RUNTIME,
+                              "Expected query, key, and value to have the same dtype, but got query.dtype: %s key.dtype: "
+                              "%s and value.dtype: %s instead.",
+                              ampc_dtype_name(q->dtype), ampc_dtype_name(k->dtype), ampc_dtype_name(v->dtype));
+    AMPC_TRY(nn_check_floating("scaled_dot_product_attention", q, "query"));
+    int64_t e = q->shape[q->ndim - 1], sl = k->shape[k->ndim - 2];
+    if (k->shape[k->ndim - 1] != e || v->shape[v->ndim - 2] != sl)
+        return ampc_set_error(AMPC_E_RUNTIME,
+                              "scaled_dot_product_attention: query %s, key %s and value %s do not fit (*, L, E), "
+                              "(*, S, E), (*, S, Ev)",
+                              nn_shape(q, s1, sizeof s1), nn_shape(k, s2, sizeof s2), nn_shape(v, s3, sizeof s3));
+    AMPC_TRY(sdpa_batch(q, k, v, &s->nb, s->batch));
+    s->q = expand_batch(q, s->nb, s->batch);
+    s->k = s->q ? expand_batch(k, s->nb, s->batch) : NULL;
+    s->v = s->k ? expand_batch(v, s->nb, s->batch) : NULL;
+    if (s->v && mask) {
+        if (mask->dtype != AMPC_BOOL && !ampc_dtype_is_floating(mask->dtype)) {
+            sdpa_parts_free(s);
+            return ampc_set_error(AMPC_E_RUNTIME, "scaled_dot_product_attention: attn_mask must be bool or floating, got %s",
+                                  ampc_dtype_name(mask->dtype));
+        }
+        int64_t shape[AMPC_MAX_DIMS];
+        memcpy(shape, s->batch, sizeof(int64_t) * (size_t)s->nb);
+        shape[s->nb] = q->shape[q->ndim - 2], shape[s->nb + 1] = sl;
+        s->mask = ampc_expand(mask, s->nb + 2, shape);
+        if (!s->mask) {
+            sdpa_parts_free(s);
+            return ampc_last_status();
+        }
+    }
+    if (!s->v) {
+        sdpa_parts_free(s);
+        return ampc_last_status();
+    }
+    return AMPC_OK;
+}
+
+/* P = softmax(Q K^T * scale + mask) (*batch, L, S) */
+static ampc_tensor *sdpa_probs(const sdpa_parts *s, double scale, bool is_causal) {
+    ampc_tensor *kt = t_last2(s->k);
+    ampc_tensor *scores = kt ? nn_gemm(s->q, kt, NULL, 0.0, 1.0) : NULL;
+    ampc_tensor_decref(kt);
+    ampc_tensor *p = scores ? ampc_empty_like(scores) : NULL;
+    if (p) {
+        ampc_kernel_args a;
+        nn_args_init(&a);
+        a.out[0] = p, a.n_out = 1;
+        a.in[0] = scores, a.in[1] = s->mask, a.n_in = 2;
+        a.ints[0] = is_causal, a.n_ints = 1;
+        a.scalars[0] = ampc_scalar_float(scale);
+        if (nn_dispatch(AMPC_OP_ATTN_SOFTMAX, &a) != AMPC_OK) p = (ampc_tensor_decref(p), NULL);
+    }
+    ampc_tensor_decref(scores);
+    return p;
+}
+
+ampc_tensor *ampc_scaled_dot_product_attention(const ampc_tensor *query, const ampc_tensor *key,
+                                               const ampc_tensor *value, const ampc_tensor *attn_mask,
+                                               double dropout_p, bool is_causal, double scale) {
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter(AMPC_AC_SCALED_DOT_PRODUCT_ATTENTION, 4,
+                                  (const ampc_tensor *[]){query, key, value, attn_mask}, false, &ac);
+    if (acr)
+        return acr < 0 ? NULL
+                       : ampc_autocast_exit(&ac, ampc_scaled_dot_product_attention(ac.t[0], ac.t[1], ac.t[2], ac.t[3],
+                                                                                  dropout_p, is_causal, scale));
+    if (attn_mask && is_causal) {
+        ampc_set_error(AMPC_E_RUNTIME, "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True");
+        return NULL;
+    }
+    if (check_p(dropout_p) != AMPC_OK) return NULL;
+    sdpa_parts s;
+    if (sdpa_prepare(query, key, value, attn_mask, &s) != AMPC_OK) return NULL;
+    if (isnan(scale)) scale = 1.0 / sqrt((double)query->shape[query->ndim - 1]);
+    ampc_tensor *p = sdpa_probs(&s, scale, is_causal), *mask = NULL, *pd = NULL, *out = NULL;
+    if (p && dropout_p > 0)
+        pd = dropout_forward(p, dropout_p, &mask);
+    else if (p)
+        pd = (ampc_tensor_incref(p), p);
+    out = pd ? nn_gemm(pd, s.v, NULL, 0.0, 1.0) : NULL;
+    sdpa_parts_free(&s);
+    ampc_tensor_decref(pd);
+    const ampc_tensor *inputs[3] = {query, key, value};
+    if (out && ampc_any_requires_grad(3, inputs)) {
+        ampc_node_attrs attrs;
+        memset(&attrs, 0, sizeof attrs);
+        attrs.scalars[0] = ampc_scalar_float(scale);
+        attrs.scalars[1] = ampc_scalar_float(dropout_p);
+        attrs.ints[0] = is_causal, attrs.n_ints = 1;
+        /* the mask (if any) gets no grad: PyTorch users give attn_mask as data */
+        if (!ampc_autograd_record(&sdpa_rule, 3, inputs, 1, &out, mask ? 5 : 4,
+                                  (const ampc_tensor *[]){query, key, value, p, mask}, &attrs))
+            out = (ampc_tensor_decref(out), NULL);
+    }
+    ampc_tensor_decref(p), ampc_tensor_decref(mask);
+    return out;
+}
+
+static ampc_status sdpa_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    const ampc_tensor *saved[5] = {NULL, NULL, NULL, NULL, NULL};
+    for (int i = 0; i < node->n_saved; i++)
+        if (!(saved[i] = ampc_node_saved(node, i))) return ampc_last_status();
+    if (!grads[0]) return AMPC_OK;
+    const ampc_tensor *q = saved[0], *k = saved[1], *v = saved[2], *p = saved[3], *mask = saved[4];
+    double scale = ampc_scalar_to_double(node->attrs.scalars[0]), dp = ampc_scalar_to_double(node->attrs.scalars[1]);
+    double keep_scale = dp < 1 ? 1 / (1 - dp) : 0;
+    sdpa_parts s;
+    AMPC_TRY(sdpa_prepare(q, k, v, NULL, &s));
+    ampc_tensor *go = expand_batch(grads[0], s.nb, s.batch);
+    ampc_tensor *pd = mask ? ampc_masked_scale(p, mask, keep_scale) : (ampc_tensor_incref((ampc_tensor *)p), (ampc_tensor *)p);
+    ampc_tensor *vt = t_last2(s.v), *dpd = go && vt ? nn_gemm(go, vt, NULL, 0.0, 1.0) : NULL; /* dO V^T */
+    ampc_tensor *dprob = dpd && mask ? ampc_masked_scale(dpd, mask, keep_scale) : (dpd ? (ampc_tensor_incref(dpd), dpd) : NULL);
+    ampc_tensor *ds = dprob ? nn_softmax_backward(AMPC_OP_SOFTMAX_BACKWARD, dprob, p, -1, p->dtype, scale) : NULL;
+    ampc_status st = (go && pd && ds) ? AMPC_OK : ampc_last_status();
+    const ampc_tensor *orig[3] = {q, k, v};
+    for (int i = 0; i < 3 && st == AMPC_OK; i++) {
+        if (!node->needs_input_grad[i]) continue;
+        ampc_tensor *lhs = NULL, *g = NULL;
+        if (i == 0) { /* dS K */
+            g = nn_gemm(ds, s.k, NULL, 0.0, 1.0);
+        } else if (i == 1) { /* dS^T Q */
+            lhs = t_last2(ds);
+            g = lhs ? nn_gemm(lhs, s.q, NULL, 0.0, 1.0) : NULL;
+        } else { /* P'^T dO */
+            lhs = t_last2(pd);
+            g = lhs ? nn_gemm(lhs, go, NULL, 0.0, 1.0) : NULL;
+        }
+        grad_inputs[i] = g ? nn_sum_to(g, orig[i]->ndim, orig[i]->shape) : NULL;
+        if (!grad_inputs[i]) st = ampc_last_status();
+        ampc_tensor_decref(lhs), ampc_tensor_decref(g);
+    }
+    ampc_tensor *tmp[6] = {go, pd, vt, dpd, dprob, ds};
+    nn_release(6, tmp);
+    sdpa_parts_free(&s);
+    return st;
+}

@@ -1,0 +1,199 @@
+/* cpu_multi_tensor.c: the list ops of core/multi_tensor.h on the CPU: the total norm of many
+ * tensors (clip_grad_norm_) and the in-place scale of many tensors by a one-element tensor.
+ *
+ * The norm splits every tensor into fixed chunks, reduces each chunk in double (OpenMP over
+ * chunks) and then combines the chunk results in list order on one thread, so the result does
+ * not depend on the number of threads. The frontend hands contiguous tensors only. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "cpu_backend.h"
+#include "cpu_dtype_loops.h"
+#include "cpu_iter.h"
+
+#define CHUNK ((int64_t)1 << 16)          /* elements per task of the norm */
+#define PARALLEL_ELEMENTS ((int64_t)1 << 17) /* below this the norm stays on one thread */
+
+/* What is accumulated for each p, and how two partial results combine. */
+typedef enum { NORM_ZERO, NORM_ONE, NORM_TWO, NORM_INF, NORM_NEG_INF, NORM_P } norm_kind;
+
+static norm_kind kind_of(double p) {
+    if (p == 0.0) return NORM_ZERO;
+    if (p == 1.0) return NORM_ONE;
+    if (p == 2.0) return NORM_TWO;
+    if (isinf(p)) return p > 0 ? NORM_INF : NORM_NEG_INF;
+    return NORM_P;
+}
+
+/* Max and min that let NaN win, as torch.linalg.vector_norm does. */
+static inline double max_nan(double m, double a) { return (a > m || a != a) ? a : m; }
+static inline double min_nan(double m, double a) { return (a < m || a != a) ? a : m; }
+
+/* One chunk of n contiguous elements -> its partial result. Four accumulators for the sums give
+ * the compiler independent chains (strict IEEE order within each chain, so results are fixed). */
+#define DEFINE_NORM_CHUNK(ENUM, SUF, CT, VT)                                                       \
+    static double norm_chunk_##SUF(const char *data, int64_t n, norm_kind k, double p) {           \
+        const CT *x = (const CT *)data;                                                            \
+        double s[4] = {0, 0, 0, 0};                                                                \
+        int64_t i = 0;                                                                             \
+        switch (k) {                                                                               \
+        case NORM_TWO:                                                                             \
+            for (; i + 4 <= n; i += 4)                                                             \
+                for (int j = 0; j < 4; j++) {                                                      \
+                    double v = (double)AMPC_LOAD_##SUF(x + i + j);                                 \
+                    s[j] += v * v;                                                                 \
+                }                                                                                  \
+            for (; i < n; i++) {                                                                   \
+                double v = (double)AMPC_LOAD_##SUF(x + i);                                         \
+                s[0] += v * v;                                                                     \
+            }                                                                                      \
+            return (s[0] + s[1]) + (s[2] + s[3]);                                                  \
+        case NORM_ONE:                                                                             \
+            for (; i + 4 <= n; i += 4)                                                             \
+                for (int j = 0; j < 4; j++) s[j] += fabs((double)AMPC_LOAD_##SUF(x + i + j));      \
+            for (; i < n; i++) s[0] += fabs((double)AMPC_LOAD_##SUF(x + i));                       \
+            return (s[0] + s[1]) + (s[2] + s[3]);                                                  \
+        case NORM_ZERO:                                                                            \
+            for (; i < n; i++) {                                                                   \
+                double v = (double)AMPC_LOAD_##SUF(x + i);                                         \
+                s[0] += v != 0.0 ? 1.0 : 0.0; /* NaN counts, as torch's (x != 0).sum() */          \
+            }                                                                                      \
+            return s[0];                                                                           \
+        case NORM_P:                                                                               \
+            for (; i < n; i++) s[0] += pow(fabs((double)AMPC_LOAD_##SUF(x + i)), p);               \
+            return s[0];                                                                           \
+        case NORM_INF: {                                                                           \
+            double m = 0.0;                                                                        \
+            for (; i < n; i++) m = max_nan(m, fabs((double)AMPC_LOAD_##SUF(x + i)));               \
+            return m;                                                                              \
+        }                                                                                          \
+        case NORM_NEG_INF: {                                                                       \
+            double m = INFINITY;                                                                   \
+            for (; i < n; i++) m = min_nan(m, fabs((double)AMPC_LOAD_##SUF(x + i)));               \
+            return m;                                                                              \
+        }                                                                                          \
+        }                                                                                          \
+        return 0.0;                                                                                \
+    }
+DEFINE_NORM_CHUNK(AMPC_FLOAT32, f32, float, float)
+DEFINE_NORM_CHUNK(AMPC_FLOAT16, f16, ampc_half, float)
+DEFINE_NORM_CHUNK(AMPC_BFLOAT16, bf16, ampc_bfloat16, float)
+DEFINE_NORM_CHUNK(AMPC_FLOAT64, f64, double, double)
+
+typedef struct {
+    const char *data;
+    int64_t n;
+    ampc_dtype dtype;
+} norm_task;
+
+static double norm_task_run(const norm_task *t, norm_kind k, double p) {
+    switch (t->dtype) {
+    case AMPC_FLOAT16: return norm_chunk_f16(t->data, t->n, k, p);
+    case AMPC_BFLOAT16: return norm_chunk_bf16(t->data, t->n, k, p);
+    case AMPC_FLOAT64: return norm_chunk_f64(t->data, t->n, k, p);
+    default: return norm_chunk_f32(t->data, t->n, k, p);
+    }
+}
+
+static ampc_status cpu_grad_norm(ampc_op op, const ampc_kernel_args *a) {
+    (void)op;
+    double p = a->scalars[0].v.f;
+    norm_kind k = kind_of(p);
+    int64_t n_tasks = 0, total = 0;
+    for (int i = 0; i < a->n_list; i++) {
+        int64_t n = ampc_numel(a->list[i]);
+        n_tasks += (n + CHUNK - 1) / CHUNK;
+        total += n;
+    }
+    double result = 0.0;
+    if (total > 0) {
+        norm_task *tasks = (norm_task *)malloc((size_t)n_tasks * sizeof *tasks);
+        double *partial = (double *)malloc((size_t)n_tasks * sizeof *partial);
+        if (!tasks || !partial) {
+            free(tasks);
+            free(partial);
+            return ampc_set_error(AMPC_E_NOMEM, "%s: out of host memory for %lld chunks", ampc_op_name(op),
+                                  (long long)n_tasks);
+        }
+        int64_t t = 0;
+        for (int i = 0; i < a->n_list; i++) {
+            const ampc_tensor *x = a->list[i];
+            const char *base = (const char *)ampc_data_ptr(x);
+            size_t item = ampc_dtype_itemsize(x->dtype);
+            int64_t n = ampc_numel(x);
+            for (int64_t s = 0; s < n; s += CHUNK, t++)
+                tasks[t] = (norm_task){base + (size_t)s * item, n - s < CHUNK ? n - s : CHUNK, x->dtype};
+        }
+#pragma omp parallel for schedule(static) if (total >= PARALLEL_ELEMENTS)
+        for (int64_t j = 0; j < n_tasks; j++) partial[j] = norm_task_run(&tasks[j], k, p);
+        /* Combine in list order on this thread: the same answer for any thread count. */
+        result = k == NORM_INF ? 0.0 : k == NORM_NEG_INF ? INFINITY : 0.0;
+        for (int64_t j = 0; j < n_tasks; j++)
+            result = k == NORM_INF ? max_nan(result, partial[j])
+                     : k == NORM_NEG_INF ? min_nan(result, partial[j])
+                                         : result + partial[j];
+        free(tasks);
+        free(partial);
+        if (k == NORM_TWO) result = sqrt(result);
+        else if (k == NORM_P) result = pow(result, 1.0 / p);
+    }
+    ampc_tensor *out = a->out[0];
+    if (out->dtype == AMPC_FLOAT64) *(double *)ampc_data_ptr(out) = result;
+    else *(float *)ampc_data_ptr(out) = (float)result;
+    return AMPC_OK;
+}
+
+/* ---- scale ---- */
+
+typedef struct {
+    double scale;
+} scale_ctx;
+
+/* fp16/bf16/fp32: the product in fp32, rounded once (PyTorch's CPU opmath for mul_). */
+#define DEFINE_SCALE(ENUM, SUF, CT, VT)                                                          \
+    static void scale_##SUF(char **d, const int64_t *s, int64_t n, const void *c) {              \
+        VT f = (VT)((const scale_ctx *)c)->scale;                                                \
+        char *p = d[0];                                                                          \
+        if (s[0] == (int64_t)sizeof(CT)) {                                                       \
+            CT *x = (CT *)p;                                                                     \
+            for (int64_t k = 0; k < n; k++) AMPC_STORE_##SUF(x + k, (VT)AMPC_LOAD_##SUF(x + k) * f); \
+            return;                                                                              \
+        }                                                                                        \
+        for (int64_t k = 0; k < n; k++, p += s[0]) AMPC_STORE_##SUF(p, (VT)AMPC_LOAD_##SUF(p) * f); \
+    }
+DEFINE_SCALE(AMPC_FLOAT32, f32, float, float)
+DEFINE_SCALE(AMPC_FLOAT16, f16, ampc_half, float)
+DEFINE_SCALE(AMPC_BFLOAT16, bf16, ampc_bfloat16, float)
+DEFINE_SCALE(AMPC_FLOAT64, f64, double, double)
+
+static double load_one(const ampc_tensor *t) {
+    const char *p = (const char *)ampc_data_ptr(t);
+    switch (t->dtype) {
+    case AMPC_FLOAT16: return AMPC_LOAD_f16(p);
+    case AMPC_BFLOAT16: return AMPC_LOAD_bf16(p);
+    case AMPC_FLOAT64: return AMPC_LOAD_f64(p);
+    default: return AMPC_LOAD_f32(p);
+    }
+}
+
+static ampc_status cpu_grad_scale(ampc_op op, const ampc_kernel_args *a) {
+    (void)op;
+    scale_ctx ctx = {load_one(a->in[0])};
+    for (int i = 0; i < a->n_list; i++) {
+        ampc_tensor *x = a->list[i];
+        if (ampc_numel(x) == 0) continue;
+        ampc_cpu_loop_fn fn = x->dtype == AMPC_FLOAT16    ? scale_f16
+                              : x->dtype == AMPC_BFLOAT16 ? scale_bf16
+                              : x->dtype == AMPC_FLOAT64  ? scale_f64
+                                                          : scale_f32;
+        ampc_cpu_iter it;
+        AMPC_TRY(ampc_cpu_iter_init(&it, 1, &x, 0, NULL));
+        ampc_cpu_iter_run(&it, fn, &ctx);
+    }
+    return AMPC_OK;
+}
+
+void ampc_cpu_register_multi_tensor(void) {
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_GRAD_NORM, cpu_grad_norm);
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_GRAD_SCALE, cpu_grad_scale);
+}

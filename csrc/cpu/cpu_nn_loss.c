@@ -1,0 +1,193 @@
+/* cpu_nn_loss.c: the elementwise losses on the CPU (mse, l1, smooth_l1, binary_cross_entropy,
+ * binary_cross_entropy_with_logits), forward and backward.
+ *
+ * Operands arrive contiguous and of one shape (the frontend broadcasts). Work goes in chunks of
+ * CHUNK elements: each operand's chunk is loaded into a double buffer, the loss or grad computed
+ * there, and either stored (reduction none) or summed into the chunk's partial sum; partial sums
+ * are added in chunk order, so a reduced loss does not depend on the thread count. The formulas,
+ * clamps included, are PyTorch's (aten/src/ATen/native/Loss.cpp). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_backend.h"
+#include "cpu_nn_common.h"
+
+#define CHUNK 1024
+
+typedef struct loss_ctx {
+    ampc_op op;
+    const ampc_tensor *x, *t, *w, *pw, *g;
+    ampc_tensor *out, *gt; /* forward: out = loss; backward: out = grad input, gt = grad target */
+    int reduction;
+    double beta, gscale; /* gscale: the loss grad when reduced (already / numel for mean) */
+    bool bad_input;      /* BCE input outside [0, 1] */
+} loss_ctx;
+
+/* log clamped at -100, as PyTorch's binary_cross_entropy */
+static double clamped_log(double v) {
+    double l = log(v);
+    return l > -100 ? l : -100;
+}
+
+static double softplus_neg(double x) { /* log(1 + exp(-x)), stable */
+    return log1p(exp(-fabs(x))) + (x < 0 ? -x : 0);
+}
+
+static void loss_chunk(loss_ctx *c, const double *x, const double *t, const double *w, const double *pw, double *out,
+                       int64_t n) {
+    switch (c->op) {
+    case AMPC_OP_MSE_LOSS:
+        for (int64_t i = 0; i < n; i++) out[i] = (x[i] - t[i]) * (x[i] - t[i]);
+        break;
+    case AMPC_OP_L1_LOSS:
+        for (int64_t i = 0; i < n; i++) out[i] = fabs(x[i] - t[i]);
+        break;
+    case AMPC_OP_SMOOTH_L1_LOSS:
+        for (int64_t i = 0; i < n; i++) {
+            double d = fabs(x[i] - t[i]);
+            out[i] = (c->beta == 0 || d >= c->beta) ? d - 0.5 * c->beta : 0.5 * d * d / c->beta;
+        }
+        break;
+    case AMPC_OP_BCE_LOSS:
+        for (int64_t i = 0; i < n; i++) {
+            if (!(x[i] >= 0 && x[i] <= 1)) nn_set_flag(&c->bad_input);
+            out[i] = -(w ? w[i] : 1) * (t[i] * clamped_log(x[i]) + (1 - t[i]) * clamped_log(1 - x[i]));
+        }
+        break;
+    default: /* BCE_WITH_LOGITS */
+        for (int64_t i = 0; i < n; i++) {
+            double lw = pw ? (pw[i] - 1) * t[i] + 1 : 1;
+            out[i] = ((1 - t[i]) * x[i] + lw * softplus_neg(x[i])) * (w ? w[i] : 1);
+        }
+    }
+}
+
+/* Grads of the loss w.r.t. x (gx) and t (gt, may be NULL) given the loss grads g. */
+static void loss_backward_chunk(const loss_ctx *c, const double *x, const double *t, const double *w, const double *pw,
+                                const double *g, double *gx, double *gt, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        double d = x[i] - t[i], dx, dt, wi = w ? w[i] : 1;
+        switch (c->op) {
+        case AMPC_OP_MSE_LOSS_BACKWARD: dx = 2 * d, dt = -dx; break;
+        case AMPC_OP_L1_LOSS_BACKWARD: dx = (d > 0) - (d < 0), dt = -dx; break;
+        case AMPC_OP_SMOOTH_L1_LOSS_BACKWARD:
+            dx = (c->beta == 0 || fabs(d) >= c->beta) ? (double)((d > 0) - (d < 0)) : d / c->beta;
+            dt = -dx;
+            break;
+        case AMPC_OP_BCE_LOSS_BACKWARD: {
+            double den = (1 - x[i]) * x[i];
+            dx = wi * d / (den > 1e-12 ? den : 1e-12);
+            dt = wi * (clamped_log(1 - x[i]) - clamped_log(x[i]));
+            break;
+        }
+        default: { /* BCE_WITH_LOGITS_BACKWARD */
+            double s = 1 / (1 + exp(-x[i]));
+            if (pw) {
+                double pt = pw[i] * t[i];
+                dx = ((pt + 1 - t[i]) * s - pt) * wi;
+                dt = (pw[i] * softplus_neg(x[i]) - (x[i] + softplus_neg(x[i]))) * wi; /* log(1-s) - pw log s */
+            } else {
+                dx = (s - t[i]) * wi;
+                dt = -x[i] * wi;
+            }
+        }
+        }
+        gx[i] = dx * g[i];
+        if (gt) gt[i] = dt * g[i];
+    }
+}
+
+static void load_opt(const ampc_tensor *t, int64_t i0, int64_t n, double *buf) {
+    if (t) nn_load(t->dtype, ampc_data_ptr(t), i0, 1, n, buf);
+}
+
+static ampc_status run_loss(ampc_op op, loss_ctx *c, int64_t numel, bool backward) {
+    int64_t chunks = (numel + CHUNK - 1) / CHUNK;
+    double *partial = (!backward && c->reduction) ? (double *)calloc((size_t)(chunks + 1), sizeof(double)) : NULL;
+    if (!backward && c->reduction && !partial) return nn_nomem(op);
+    bool failed = false;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nn_threads(numel))
+#endif
+    {
+        double *buf = (double *)malloc(sizeof(double) * 7 * CHUNK);
+        if (!buf) nn_set_flag(&failed);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t k = 0; k < chunks; k++) {
+            if (!buf) continue;
+            int64_t i0 = k * CHUNK, n = numel - i0 < CHUNK ? numel - i0 : CHUNK;
+            double *x = buf, *t = buf + CHUNK, *w = c->w ? buf + 2 * CHUNK : NULL, *pw = c->pw ? buf + 3 * CHUNK : NULL;
+            double *o = buf + 4 * CHUNK, *g = buf + 5 * CHUNK, *o2 = c->gt ? buf + 6 * CHUNK : NULL;
+            load_opt(c->x, i0, n, x), load_opt(c->t, i0, n, t), load_opt(c->w, i0, n, w), load_opt(c->pw, i0, n, pw);
+            if (!backward) {
+                loss_chunk(c, x, t, w, pw, o, n);
+                if (c->reduction) {
+                    double s = 0;
+                    for (int64_t i = 0; i < n; i++) s += o[i];
+                    partial[k] = s;
+                } else {
+                    nn_store(c->out->dtype, ampc_data_ptr(c->out), i0, 1, n, o);
+                }
+                continue;
+            }
+            if (c->reduction)
+                for (int64_t i = 0; i < n; i++) g[i] = c->gscale;
+            else
+                load_opt(c->g, i0, n, g);
+            loss_backward_chunk(c, x, t, w, pw, g, o, o2, n);
+            if (c->out) nn_store(c->out->dtype, ampc_data_ptr(c->out), i0, 1, n, o);
+            if (c->gt) nn_store(c->gt->dtype, ampc_data_ptr(c->gt), i0, 1, n, o2);
+        }
+        free(buf);
+    }
+    if (partial && !failed) {
+        double s = 0;
+        for (int64_t k = 0; k < chunks; k++) s += partial[k];
+        nn_set(c->out->dtype, ampc_data_ptr(c->out), 0, c->reduction == 1 ? s / (double)numel : s);
+    }
+    free(partial);
+    if (failed) return nn_nomem(op);
+    if (c->bad_input) return ampc_set_error(AMPC_E_RUNTIME, "all elements of input should be between 0 and 1");
+    return AMPC_OK;
+}
+
+static ampc_status cpu_loss(ampc_op op, const ampc_kernel_args *a) {
+    loss_ctx c;
+    memset(&c, 0, sizeof c);
+    c.op = op;
+    c.x = a->in[0], c.t = a->in[1], c.w = a->in[2], c.pw = a->in[3];
+    c.out = a->out[0];
+    c.reduction = (int)a->ints[0];
+    c.beta = ampc_scalar_to_double(a->scalars[0]);
+    return run_loss(op, &c, ampc_numel(c.x), false);
+}
+
+static ampc_status cpu_loss_backward(ampc_op op, const ampc_kernel_args *a) {
+    loss_ctx c;
+    memset(&c, 0, sizeof c);
+    c.op = op;
+    c.g = a->in[0], c.x = a->in[1], c.t = a->in[2], c.w = a->in[3], c.pw = a->in[4];
+    c.out = a->out[0], c.gt = a->out[1];
+    c.reduction = (int)a->ints[0];
+    c.beta = ampc_scalar_to_double(a->scalars[0]);
+    int64_t numel = ampc_numel(c.x);
+    if (c.reduction) {
+        c.gscale = nn_get(c.g->dtype, ampc_data_ptr(c.g), 0);
+        if (c.reduction == 1) c.gscale /= (double)numel;
+    }
+    return run_loss(op, &c, numel, true);
+}
+
+void ampc_cpu_register_nn_loss(void) {
+    static const ampc_op fwd[] = {AMPC_OP_MSE_LOSS, AMPC_OP_L1_LOSS, AMPC_OP_SMOOTH_L1_LOSS, AMPC_OP_BCE_LOSS,
+                                  AMPC_OP_BCE_WITH_LOGITS_LOSS};
+    static const ampc_op bwd[] = {AMPC_OP_MSE_LOSS_BACKWARD, AMPC_OP_L1_LOSS_BACKWARD, AMPC_OP_SMOOTH_L1_LOSS_BACKWARD,
+                                  AMPC_OP_BCE_LOSS_BACKWARD, AMPC_OP_BCE_WITH_LOGITS_LOSS_BACKWARD};
+    for (int i = 0; i < 5; i++) {
+        ampc_register_kernel(AMPC_CPU, fwd[i], cpu_loss);
+        ampc_register_kernel(AMPC_CPU, bwd[i], cpu_loss_backward);
+    }
+}

@@ -1,0 +1,172 @@
+/* cpu_nn_misc.c: embedding (a bounds-checked row gather) and its backward, dropout with the
+ * Philox stream, and the masked scale that is dropout's backward.
+ *
+ * Dropout: element i (row-major index) keeps when philox_u32(word offset + i) < 1 - p, which is
+ * the BERNOULLI transform of random_transforms.h over the same words: dropout's mask equals
+ * bernoulli_(1 - p) drawn from the same generator state, on the CPU and on a CUDA kernel that
+ * follows philox.h. Embedding backward groups the occurrences of each index (a counting sort)
+ * and sums each weight row's grads on one thread in index order: deterministic, and fp16 grads
+ * round once per row. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/philox.h"
+#include "cpu_backend.h"
+#include "cpu_nn_common.h"
+
+#define CHUNK 1024 /* elements per dropout task: a multiple of 4, so tasks start on a Philox block */
+
+/* ---------------------------------------------------------------- embedding */
+
+static ampc_status cpu_embedding(ampc_op op, const ampc_kernel_args *a) {
+    (void)op;
+    const ampc_tensor *w = a->in[0], *idx = a->in[1];
+    ampc_tensor *out = a->out[0];
+    int64_t v = w->shape[0], d = w->shape[1], n = ampc_numel(idx);
+    size_t row = (size_t)d * ampc_dtype_itemsize(w->dtype);
+    const char *wp = (const char *)ampc_data_ptr(w);
+    char *op_ = (char *)ampc_data_ptr(out);
+    const void *ip = ampc_data_ptr(idx);
+    bool bad = false;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nn_threads(n * d))
+#endif
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = nn_get_index(idx->dtype, ip, i);
+        if (k < 0 || k >= v) {
+            nn_set_flag(&bad);
+            continue;
+        }
+        memcpy(op_ + (size_t)i * row, wp + (size_t)k * row, row);
+    }
+    return bad ? ampc_set_error(AMPC_E_INDEX, "index out of range in self") : AMPC_OK;
+}
+
+static ampc_status cpu_embedding_backward(ampc_op op, const ampc_kernel_args *a) {
+    const ampc_tensor *g = a->in[0], *idx = a->in[1];
+    ampc_tensor *gw = a->out[0];
+    int64_t n = ampc_numel(idx), v = gw->shape[0], d = gw->shape[1];
+    int64_t padding_idx = a->ints[0];
+    bool by_freq = a->ints[1] != 0;
+    const void *ip = ampc_data_ptr(idx), *gp = ampc_data_ptr(g);
+    /* counting sort of the positions by index value: start[k] .. start[k + 1] in order[] */
+    int64_t *start = (int64_t *)calloc((size_t)(v + 2), sizeof(int64_t));
+    int64_t *order = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (!start || !order) {
+        free(start), free(order);
+        return nn_nomem(op);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = nn_get_index(idx->dtype, ip, i);
+        if (k < 0 || k >= v) {
+            free(start), free(order);
+            return ampc_set_error(AMPC_E_INDEX, "index out of range in self");
+        }
+        start[k + 2]++;
+    }
+    for (int64_t k = 2; k < v + 2; k++) start[k] += start[k - 1];
+    for (int64_t i = 0; i < n; i++) order[start[nn_get_index(idx->dtype, ip, i) + 1]++] = i;
+    bool failed = false;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nn_threads(n * d + v * d))
+#endif
+    {
+        double *buf = (double *)malloc(sizeof(double) * (size_t)(2 * d + 1));
+        if (!buf) nn_set_flag(&failed);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t k = 0; k < v; k++) {
+            if (!buf) continue;
+            double *acc = buf, *row = buf + d;
+            memset(acc, 0, sizeof(double) * (size_t)d);
+            int64_t b = start[k], e = start[k + 1];
+            if (k != padding_idx)
+                for (int64_t j = b; j < e; j++) {
+                    nn_load(g->dtype, gp, order[j] * d, 1, d, row);
+                    for (int64_t c = 0; c < d; c++) acc[c] += row[c];
+                }
+            if (by_freq && e > b)
+                for (int64_t c = 0; c < d; c++) acc[c] /= (double)(e - b);
+            nn_store(gw->dtype, ampc_data_ptr(gw), k * d, 1, d, acc);
+        }
+        free(buf);
+    }
+    free(start), free(order);
+    return failed ? nn_nomem(op) : AMPC_OK;
+}
+
+/* ---------------------------------------------------------------- dropout */
+
+static ampc_status cpu_dropout(ampc_op op, const ampc_kernel_args *a) {
+    const ampc_tensor *x = a->in[0];
+    ampc_tensor *y = a->out[0], *mask = a->out[1];
+    int64_t n = ampc_numel(x), chunks = (n + CHUNK - 1) / CHUNK;
+    double p = ampc_scalar_to_double(a->scalars[0]), keep_p = 1 - p, scale = p < 1 ? 1 / (1 - p) : 0;
+    uint64_t seed = a->seed, block0 = a->offset / 4;
+    bool *mp = (bool *)ampc_data_ptr(mask);
+    bool failed = false;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nn_threads(n))
+#endif
+    {
+        double *buf = (double *)malloc(sizeof(double) * CHUNK);
+        if (!buf) nn_set_flag(&failed);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t k = 0; k < chunks; k++) {
+            if (!buf) continue;
+            int64_t i0 = k * CHUNK, m = n - i0 < CHUNK ? n - i0 : CHUNK;
+            nn_load(x->dtype, ampc_data_ptr(x), i0, 1, m, buf);
+            for (int64_t i = 0; i < m; i += 4) {
+                ampc_philox_block blk = ampc_philox_at(seed, block0 + (uint64_t)(i0 + i) / 4);
+                for (int64_t j = 0; j < 4 && i + j < m; j++) {
+                    bool keep = ampc_philox_u32(blk.w[j]) < keep_p;
+                    mp[i0 + i + j] = keep;
+                    buf[i + j] = keep ? buf[i + j] * scale : 0;
+                }
+            }
+            nn_store(y->dtype, ampc_data_ptr(y), i0, 1, m, buf);
+        }
+        free(buf);
+    }
+    return failed ? nn_nomem(op) : AMPC_OK;
+}
+
+static ampc_status cpu_masked_scale(ampc_op op, const ampc_kernel_args *a) {
+    const ampc_tensor *x = a->in[0], *mask = a->in[1];
+    ampc_tensor *y = a->out[0];
+    int64_t n = ampc_numel(x), chunks = (n + CHUNK - 1) / CHUNK;
+    double scale = ampc_scalar_to_double(a->scalars[0]);
+    bool failed = false;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nn_threads(n))
+#endif
+    {
+        double *buf = (double *)malloc(sizeof(double) * 2 * CHUNK);
+        if (!buf) nn_set_flag(&failed);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t k = 0; k < chunks; k++) {
+            if (!buf) continue;
+            int64_t i0 = k * CHUNK, m = n - i0 < CHUNK ? n - i0 : CHUNK;
+            double *v = buf, *keep = buf + CHUNK;
+            nn_load(x->dtype, ampc_data_ptr(x), i0, 1, m, v);
+            nn_load(mask->dtype, ampc_data_ptr(mask), i0, 1, m, keep);
+            for (int64_t i = 0; i < m; i++) v[i] = keep[i] != 0 ? v[i] * scale : 0;
+            nn_store(y->dtype, ampc_data_ptr(y), i0, 1, m, v);
+        }
+        free(buf);
+    }
+    return failed ? nn_nomem(op) : AMPC_OK;
+}
+
+void ampc_cpu_register_nn_misc(void) {
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_EMBEDDING, cpu_embedding);
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_EMBEDDING_BACKWARD, cpu_embedding_backward);
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_DROPOUT, cpu_dropout);
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_MASKED_SCALE, cpu_masked_scale);
+}

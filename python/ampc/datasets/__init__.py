@@ -1,0 +1,2 @@
+"""ampc.datasets: data sets that ship with the machine (no downloads)."""
+from .fashion_mnist import FashionMNIST  # noqa: F401

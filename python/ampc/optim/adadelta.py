@@ -1,0 +1,56 @@
+"""Adadelta: PyTorch's algorithm (torch.optim.Adadelta) with weight decay and maximize, one fused C
+call per (device, dtype) group per step."""
+from .. import _C
+from .optimizer import Optimizer, _to_float
+
+__all__ = ["Adadelta"]
+
+
+class Adadelta(Optimizer):
+    _step_supports_amp_scaling = True
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
+                 maximize=False, differentiable=False, master_weights=False):
+        if isinstance(lr, _C.Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if differentiable:
+            raise NotImplementedError("ampc optimizers do not support differentiable=True")
+        defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
+                    "capturable": capturable, "foreach": foreach, "differentiable": differentiable,
+                    "master_weights": master_weights}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+            group.setdefault("master_weights", False)
+
+    def _init_param_state(self, state, p, group, master):
+        if "step" not in state:
+            state["step"] = self._zero_step(p)
+            state["square_avg"] = self._zeros_state(p, master)
+            state["acc_delta"] = self._zeros_state(p, master)
+
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        amp_cache = {}
+        for group in self.param_groups:
+            for (device, _, _), t in self._fused_lists(group, ["square_avg", "acc_delta"]).items():
+                grad_scale, found_inf = self._amp_tensors(device, amp_cache)
+                _C._fused_adadelta_(t["params"], t["grads"], t["square_avg"], t["acc_delta"], t["steps"],
+                                    lr=_to_float(group["lr"]), rho=float(group["rho"]), eps=float(group["eps"]),
+                                    weight_decay=_to_float(group["weight_decay"]), maximize=bool(group["maximize"]),
+                                    masters=t["masters"], grad_scale=grad_scale, found_inf=found_inf)
+        return loss

@@ -1,0 +1,443 @@
+"""Optimizer: PyTorch's base class (torch/optim/optimizer.py) with its behaviour: param groups,
+add_param_group, state keyed by parameter, state_dict / load_state_dict in PyTorch's format
+({"state": {int: {...}}, "param_groups": [{..., "params": [ints]}]}), zero_grad(set_to_none=True),
+step and state-dict hooks.
+
+ampc's optimizers differ from PyTorch's inside step(): the math of a whole param group is one C call
+per (device, dtype) (core/optim.h), which takes the device-side `grad_scale` / `found_inf` the
+GradScaler sets, so a skipped step is decided on the device. Step counters are 0-dim float32
+tensors on the parameter's device (PyTorch's fused/capturable layout), so they can be left
+untouched by a skipped step without a host read.
+
+`master_weights=True` (an ampc option) gives fp16/bf16 parameters an fp32 master copy in
+state["master_param"]; the optimizer state is then fp32 and the parameter receives the rounded
+master after every step. PyTorch refuses to unscale fp16 grads; this is the way to train fp16
+parameters with a GradScaler anyway.
+"""
+import warnings
+from collections import OrderedDict, defaultdict
+from copy import deepcopy
+from itertools import chain
+
+from .. import _C
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    """Singleton class representing a required parameter for an Optimizer."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+_LOW_PRECISION = (_C.float16, _C.bfloat16)
+
+
+class _RemovableHandle:
+    """The handle register_*_hook returns (torch.utils.hooks.RemovableHandle's interface)."""
+
+    _next_id = 0
+
+    def __init__(self, hooks_dict):
+        self._hooks = hooks_dict
+        self.id = _RemovableHandle._next_id
+        _RemovableHandle._next_id += 1
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _typename(obj):
+    if isinstance(obj, _C.Tensor):
+        return "ampc.Tensor"
+    module = type(obj).__module__
+    name = type(obj).__qualname__
+    return name if module in (None, "builtins") else f"{module}.{name}"
+
+
+def _to_float(x):
+    """A hyperparameter as a Python float; a Tensor hyperparameter costs one host read."""
+    return float(x.item()) if isinstance(x, _C.Tensor) else float(x)
+
+
+class Optimizer:
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        self._optimizer_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_state_dict_post_hooks = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks = OrderedDict()
+
+        if isinstance(params, _C.Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            "but got " + _typename(params))
+
+        self.state = defaultdict(dict)
+        self.param_groups = []
+
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    # ------------------------------------------------------------------ pickling and repr
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+                     "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+                     "_optimizer_load_state_dict_post_hooks"):
+            if name not in self.__dict__:
+                setattr(self, name, OrderedDict())
+        self.defaults.setdefault("differentiable", False)
+
+    def __repr__(self):
+        format_string = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            format_string += "\n"
+            format_string += f"Parameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    format_string += f"    {key}: {group[key]}\n"
+        format_string += ")"
+        return format_string
+
+    # ------------------------------------------------------------------ hooks
+    def __init_subclass__(cls, **kwargs):
+        """Wraps each subclass's step so the step hooks run around it, as PyTorch's profile_hook_step."""
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is None or getattr(step, "_ampc_hooked", False):
+            return
+
+        def hooked_step(self, *args, **kwargs):
+            for pre_hook in list(self._optimizer_step_pre_hooks.values()):
+                result = pre_hook(self, args, kwargs)
+                if result is not None:
+                    if isinstance(result, tuple) and len(result) == 2:
+                        args, kwargs = result
+                    else:
+                        raise RuntimeError(
+                            f"{step} must return None or a tuple of (new_args, new_kwargs), but got {result}.")
+            out = step(self, *args, **kwargs)
+            for post_hook in list(self._optimizer_step_post_hooks.values()):
+                post_hook(self, args, kwargs)
+            return out
+
+        hooked_step.__name__ = step.__name__
+        hooked_step.__qualname__ = step.__qualname__
+        hooked_step.__doc__ = step.__doc__
+        hooked_step._ampc_hooked = True
+        cls.step = hooked_step
+
+    def register_step_pre_hook(self, hook):
+        handle = _RemovableHandle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook):
+        handle = _RemovableHandle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[handle.id] = hook
+        return handle
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        handle = _RemovableHandle(self._optimizer_state_dict_pre_hooks)
+        self._optimizer_state_dict_pre_hooks[handle.id] = hook
+        if prepend:
+            self._optimizer_state_dict_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        handle = _RemovableHandle(self._optimizer_state_dict_post_hooks)
+        self._optimizer_state_dict_post_hooks[handle.id] = hook
+        if prepend:
+            self._optimizer_state_dict_post_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        handle = _RemovableHandle(self._optimizer_load_state_dict_pre_hooks)
+        self._optimizer_load_state_dict_pre_hooks[handle.id] = hook
+        if prepend:
+            self._optimizer_load_state_dict_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        handle = _RemovableHandle(self._optimizer_load_state_dict_post_hooks)
+        self._optimizer_load_state_dict_post_hooks[handle.id] = hook
+        if prepend:
+            self._optimizer_load_state_dict_post_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    # ------------------------------------------------------------------ state dict
+    def _export_state(self, param, state):
+        """The state of one parameter as state_dict() shows it: ampc's private bookkeeping (keys
+        starting with "_") stays out, so the layout is PyTorch's. The tensors are the live state,
+        not copies, as in PyTorch."""
+        return {k: v for k, v in state.items() if not (isinstance(k, str) and k.startswith("_"))}
+
+    def state_dict(self):
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
+
+        param_mappings = {}
+        start_index = 0
+
+        def pack_group(group):
+            nonlocal start_index
+            packed = {k: v for k, v in group.items() if k != "params"}
+            param_mappings.update({id(p): i for i, p in enumerate(group["params"], start_index)
+                                   if id(p) not in param_mappings})
+            packed["params"] = [param_mappings[id(p)] for p in group["params"]]
+            start_index += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        packed_state = {}
+        for k, v in self.state.items():
+            if isinstance(k, _C.Tensor):
+                exported = self._export_state(k, v)
+                if exported:
+                    packed_state[param_mappings[id(k)]] = exported
+            else:
+                packed_state[k] = v
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            hook_result = post_hook(self, state_dict)
+            if hook_result is not None:
+                state_dict = hook_result
+        return state_dict
+
+    @staticmethod
+    def _cast_state_value(param, key, value, group):
+        """Where a loaded state tensor goes: step counters become 0-dim float32 tensors on the
+        parameter's device (ampc keeps them there), master weights and the state of a
+        master-weight group stay fp32, everything else takes the parameter's dtype and device
+        (PyTorch's _process_value_according_to_param_policy)."""
+        if key == "step":
+            if not isinstance(value, _C.Tensor):
+                return _C.full((), float(value), dtype=_C.float32, device=param.device)
+            return value.to(dtype=_C.float32, device=param.device).reshape(())
+        if not isinstance(value, _C.Tensor):
+            return value
+        if param.is_floating_point():
+            fp32_state = group.get("master_weights", False) and param.dtype in _LOW_PRECISION
+            return value.to(dtype=_C.float32 if fp32_state else param.dtype, device=param.device)
+        return value.to(device=param.device)
+
+    def load_state_dict(self, state_dict):
+        state_dict = state_dict.copy()
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            hook_result = pre_hook(self, state_dict)
+            if hook_result is not None:
+                state_dict = hook_result
+
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        param_lens = (len(g["params"]) for g in groups)
+        saved_lens = (len(g["params"]) for g in saved_groups)
+        if any(p_len != s_len for p_len, s_len in zip(param_lens, saved_lens)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                             "optimizer's group")
+
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+        group_of = {}
+        for g in saved_groups:
+            for pid in g["params"]:
+                group_of[pid] = g
+
+        def _cast(param, value, group, key=None):
+            if isinstance(value, _C.Tensor) or key == "step":
+                return self._cast_state_value(param, key, value, group)
+            if isinstance(value, dict):
+                return {k: _cast(param, v, group, key=k) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(_cast(param, v, group) for v in value)
+            return value
+
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = _cast(param, v, group_of[k])
+            else:
+                state[k] = v
+
+        def update_group(group, new_group):
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+            return new_group
+
+        param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        self.__setstate__({"state": state, "param_groups": param_groups})
+        loaded = {id(q) for q in state}
+        for group in self.param_groups:
+            for p in group["params"]:
+                if id(p) in loaded:
+                    self._restore_state(p, self.state[p], group)
+
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
+
+    # ------------------------------------------------------------------ grads and groups
+    def zero_grad(self, set_to_none=True):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    if set_to_none:
+                        p.grad = None
+                    else:
+                        if p.grad.grad_fn is not None:
+                            p.grad.detach_()
+                        else:
+                            p.grad.requires_grad_(False)
+                        p.grad.zero_()
+
+    def step(self, closure=None):
+        raise NotImplementedError
+
+    def add_param_group(self, param_group):
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+
+        params = param_group["params"]
+        if isinstance(params, _C.Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering of "
+                            "tensors in sets will change between runs. Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+
+        extracted_param_tensors = []
+        extracted_param_names = []
+        for param in param_group["params"]:
+            if isinstance(param, tuple):
+                extracted_param_names.append(param[0])
+                extracted_param_tensors.append(param[1])
+            else:
+                extracted_param_tensors.append(param)
+        param_group["params"] = extracted_param_tensors
+        if len(extracted_param_names) != 0:
+            if len(extracted_param_names) == len(extracted_param_tensors):
+                param_group["param_names"] = extracted_param_names
+            else:
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+
+        for param in param_group["params"]:
+            if not isinstance(param, _C.Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(param))
+            if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            param_group.setdefault(name, default)
+
+        params = param_group["params"]
+        if len(params) != len({id(p) for p in params}):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will cause "
+                          "an error; see github.com/pytorch/pytorch/issues/40967 for more information", stacklevel=3)
+
+        param_set = set()
+        for group in self.param_groups:
+            param_set.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                current_group_txt = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {current_group_txt} to the optimizer")
+        if not param_set.isdisjoint({id(p) for p in param_group["params"]}):
+            raise ValueError("some parameters appear in more than one parameter group")
+
+        self.param_groups.append(param_group)
+
+    # ------------------------------------------------------------------ the fused step (ampc)
+    def _uses_master(self, group, p):
+        return bool(group.get("master_weights", False)) and p.dtype in _LOW_PRECISION
+
+    @staticmethod
+    def _zeros_state(p, master):
+        """A zero state buffer for `p`: fp32 under master weights, else the parameter's dtype."""
+        return _C.zeros_like(p, dtype=_C.float32) if master else _C.zeros_like(p)
+
+    @staticmethod
+    def _zero_step(p):
+        return _C.zeros((), dtype=_C.float32, device=p.device)
+
+    def _init_param_state(self, state, p, group, master):
+        """Creates whatever state the parameter lacks for this step (subclasses; called every step,
+        so a buffer an option needs later, such as amsgrad's, appears when the option is set)."""
+
+    def _restore_state(self, param, state, group):
+        """Rebuilds ampc's bookkeeping after load_state_dict: a master-weight group whose loaded
+        state has no master copy (a PyTorch state dict) starts from the parameter."""
+        if self._uses_master(group, param) and "master_param" not in state:
+            state["master_param"] = param.detach().to(dtype=_C.float32, copy=True)
+
+    def _fused_lists(self, group, state_keys, step_key="step"):
+        """The group's parameters that have a grad, split by (device, dtype, master weights) into
+        the lists one C call takes: {key: {"params", "grads", "masters", "steps", *state_keys}}.
+        Missing state is created first (_init_param_state)."""
+        lists = {}
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            master = self._uses_master(group, p)
+            state = self.state[p]
+            self._init_param_state(state, p, group, master)
+            if master and "master_param" not in state:
+                state["master_param"] = p.detach().to(dtype=_C.float32, copy=True)
+            key = (p.device, p.dtype, master)
+            entry = lists.get(key)
+            if entry is None:
+                entry = lists[key] = {"params": [], "grads": [], "masters": [] if master else None,
+                                      "steps": [] if step_key else None, **{k: [] for k in state_keys}}
+            entry["params"].append(p)
+            entry["grads"].append(grad)
+            if master:
+                entry["masters"].append(state["master_param"])
+            if step_key:
+                entry["steps"].append(state[step_key])
+            for k in state_keys:
+                entry[k].append(state[k])
+        return lists
+
+    def _closure_loss(self, closure):
+        if closure is None:
+            return None
+        from ..autograd import enable_grad
+
+        with enable_grad():
+            return closure()
+
+    def _amp_tensors(self, device, cache):
+        """grad_scale and found_inf set by GradScaler.step, on `device` (copied there once per step,
+        on the device: no host read)."""
+        grad_scale = getattr(self, "grad_scale", None)
+        found_inf = getattr(self, "found_inf", None)
+        if device not in cache:
+            cache[device] = tuple(None if t is None else t.to(device=device, non_blocking=True)
+                                  for t in (grad_scale, found_inf))
+        return cache[device]

@@ -1,0 +1,91 @@
+"""SGD with momentum, dampening, Nesterov momentum, weight decay and maximize: PyTorch's algorithm
+(torch.optim.SGD), one fused C call per (device, dtype) group per step.
+
+PyTorch creates the momentum buffer from the first gradient. A step the GradScaler may skip on the
+device cannot know on the host whether that happened, so ampc creates the buffer up front and keeps
+a private per-parameter counter of momentum updates on the device (state["_momentum_steps"]); the
+kernel treats a counter of 0 as the first step. state_dict() shows PyTorch's layout: the buffer
+appears once a momentum update really happened.
+"""
+from .. import _C
+from .optimizer import Optimizer, _to_float
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    _step_supports_amp_scaling = True
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
+                 foreach=None, differentiable=False, fused=None, master_weights=False):
+        if isinstance(lr, _C.Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if differentiable:
+            raise NotImplementedError("ampc optimizers do not support differentiable=True")
+        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
+                    "nesterov": nesterov, "maximize": maximize, "foreach": foreach, "differentiable": differentiable,
+                    "fused": fused, "master_weights": master_weights}
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", False)
+            group.setdefault("master_weights", False)
+
+    def _init_param_state(self, state, p, group, master):
+        if group["momentum"] != 0 and "momentum_buffer" not in state:
+            state["momentum_buffer"] = self._zeros_state(p, master)
+            state["_momentum_steps"] = self._zero_step(p)
+            # Not yet known to hold a real update: state_dict() checks the counter until a step
+            # that cannot have been skipped confirms it.
+            state["_momentum_unconfirmed"] = True
+            self._created.append(state)
+
+    def _export_state(self, param, state):
+        if state.get("_momentum_unconfirmed"):
+            if state["_momentum_steps"].item() == 0:  # the first step was skipped: PyTorch has no buffer
+                return {k: v for k, v in super()._export_state(param, state).items() if k != "momentum_buffer"}
+            del state["_momentum_unconfirmed"]
+        return super()._export_state(param, state)
+
+    def _restore_state(self, param, state, group):
+        super()._restore_state(param, state, group)
+        if "momentum_buffer" in state:
+            state["_momentum_steps"] = _C.ones((), dtype=_C.float32, device=param.device)
+        state.pop("_momentum_unconfirmed", None)
+
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        amp_cache = {}
+        for group in self.param_groups:
+            with_momentum = group["momentum"] != 0
+            self._created = []
+            lists = self._fused_lists(group, ["momentum_buffer"] if with_momentum else [],
+                                      step_key="_momentum_steps" if with_momentum else None)
+            skippable = False
+            for (device, _, _), t in lists.items():
+                grad_scale, found_inf = self._amp_tensors(device, amp_cache)
+                skippable |= found_inf is not None
+                _C._fused_sgd_(t["params"], t["grads"], t.get("momentum_buffer"), t["steps"],
+                               lr=_to_float(group["lr"]), momentum=float(group["momentum"]),
+                               dampening=float(group["dampening"]), weight_decay=_to_float(group["weight_decay"]),
+                               nesterov=bool(group["nesterov"]), maximize=bool(group["maximize"]),
+                               masters=t["masters"], grad_scale=grad_scale, found_inf=found_inf)
+            if not skippable:
+                for state in self._created:
+                    del state["_momentum_unconfirmed"]
+            self._created = []
+        return loss

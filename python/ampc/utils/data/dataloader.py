@@ -1,0 +1,225 @@
+"""DataLoader and default_collate (torch.utils.data.DataLoader's behaviour and messages).
+
+Two paths produce a batch:
+- the gather fast path, when the dataset is a TensorDataset (or Subsets of one), collate_fn is
+  the default and the batches come from one of our index samplers: the epoch's order is one
+  int64 tensor and each batch is one index_select per tensor (the loop over samples runs in C).
+  It yields exactly what the per-sample path would: a list [x_batch, y_batch, ...].
+- the per-sample path for everything else: dataset[i] for each index, then collate_fn.
+
+num_workers > 0 is accepted and runs in this process (ampc has no worker processes; the batches
+and their order are the same as torch's with workers). pin_memory is accepted: ampc's host
+memory is already what the device copy reads, so there is nothing to pin.
+"""
+import collections.abc
+import re
+
+import numpy as np
+
+from ... import _C
+from .dataset import IterableDataset
+from .sampler import BatchSampler, RandomSampler, SequentialSampler
+
+_ERR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
+_NP_STRING = re.compile(r"[SaUO]")
+
+
+def _is_namedtuple(x):
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def default_convert(data):
+    """What batch_size=None yields per sample: numpy arrays become tensors, containers recurse."""
+    if isinstance(data, _C.Tensor):
+        return data
+    if isinstance(data, (np.ndarray, np.generic)) and not isinstance(data, (np.str_, np.bytes_)):
+        if _NP_STRING.search(data.dtype.str) is not None:
+            return data
+        return _C.as_tensor(np.asarray(data))
+    if isinstance(data, collections.abc.Mapping):
+        try:
+            return type(data)({k: default_convert(v) for k, v in data.items()})
+        except TypeError:
+            return {k: default_convert(v) for k, v in data.items()}
+    if _is_namedtuple(data):
+        return type(data)(*(default_convert(d) for d in data))
+    if isinstance(data, tuple):
+        return [default_convert(d) for d in data]  # torch returns lists for tuples
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
+        try:
+            return type(data)([default_convert(d) for d in data])
+        except TypeError:
+            return [default_convert(d) for d in data]
+    return data
+
+
+def default_collate(batch):
+    """Stacks a list of samples into a batch like torch: tensors are stacked along a new first
+    dimension, numpy arrays and numbers become tensors (floats as float64, ints as int64),
+    strings stay lists, dicts / named tuples / sequences are collated field by field (tuples
+    come back as lists, as in torch)."""
+    elem = batch[0]
+    if isinstance(elem, _C.Tensor):
+        return _C.stack(list(batch), 0)
+    if isinstance(elem, np.ndarray):
+        if _NP_STRING.search(elem.dtype.str) is not None:
+            raise TypeError(_ERR.format(elem.dtype))
+        return default_collate([_C.as_tensor(np.asarray(b)) for b in batch])
+    if isinstance(elem, np.generic) and not isinstance(elem, (np.str_, np.bytes_)):
+        return _C.as_tensor(np.asarray(batch))
+    if isinstance(elem, float):
+        return _C.tensor(batch, dtype=_C.float64)
+    if isinstance(elem, int):
+        return _C.tensor(batch)
+    if isinstance(elem, (str, bytes)):
+        return batch
+    if isinstance(elem, collections.abc.Mapping):
+        out = {k: default_collate([d[k] for d in batch]) for k in elem}
+        try:
+            return type(elem)(out)
+        except TypeError:
+            return out
+    if _is_namedtuple(elem):
+        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+    if isinstance(elem, collections.abc.Sequence):
+        size = len(elem)
+        if not all(len(e) == size for e in batch):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        transposed = [list(s) for s in zip(*batch)]
+        if isinstance(elem, tuple):
+            return [default_collate(s) for s in transposed]
+        try:
+            return type(elem)([default_collate(s) for s in transposed])
+        except TypeError:
+            return [default_collate(s) for s in transposed]
+    raise TypeError(_ERR.format(type(elem)))
+
+
+class DataLoader:
+    """Iterates over a dataset in batches. Arguments as torch's DataLoader."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device=""):
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                             "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.pin_memory = pin_memory
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
+        self.generator = generator
+        self._iterable = isinstance(dataset, IterableDataset)
+
+        if self._iterable:
+            if shuffle not in (None, False):
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}")
+            if sampler is not None:
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified sampler option, but got sampler={sampler}")
+            if batch_sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified batch_sampler option, "
+                                 f"but got batch_sampler={batch_sampler}")
+        else:
+            shuffle = bool(shuffle)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last")
+            batch_size, drop_last = None, False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
+
+        if sampler is None and not self._iterable:
+            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None and not self._iterable:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self._auto_collation = batch_sampler is not None or (self._iterable and batch_size is not None)
+        self._default_collate = collate_fn is None
+        if collate_fn is None:
+            collate_fn = default_collate if self._auto_collation else default_convert
+        self.collate_fn = collate_fn
+
+    def __len__(self):
+        if self._iterable:
+            n = len(self.dataset)
+            if self.batch_size is None:
+                return n
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
+
+    def __iter__(self):
+        if self.num_workers > 0 and self.worker_init_fn is not None:
+            self.worker_init_fn(0)  # the single in-process "worker"
+        if self._iterable:
+            return self._iter_stream()
+        plan = self._gather_plan()
+        if plan is not None:
+            return self._iter_gather(*plan)
+        return self._iter_samples()
+
+    def _gather_plan(self):
+        """(tensors, index map, order sampler) when the fast path gives the same batches."""
+        bs = self.batch_sampler
+        if not self._default_collate or type(bs) is not BatchSampler:
+            return None
+        order_of = getattr(bs.sampler, "_index_tensor", None)
+        columns = getattr(self.dataset, "_tensor_columns", None)
+        if order_of is None or columns is None:
+            return None
+        plan = columns()
+        return None if plan is None else (plan[0], plan[1], order_of)
+
+    def _iter_gather(self, tensors, index_map, order_of):
+        order = order_of()  # (num_samples,) int64: this epoch's order, drawn once
+        if index_map is not None:
+            order = index_map.index_select(0, order)
+        bs, n = self.batch_sampler.batch_size, order.shape[0]
+        stop = n - n % bs if self.batch_sampler.drop_last else n
+        by_device = {}
+        for t in tensors:
+            key = str(t.device)
+            if key not in by_device:
+                by_device[key] = order if key == "cpu" else order.to(t.device)
+        for start in range(0, stop, bs):
+            end = min(start + bs, n)
+            yield [t.index_select(0, by_device[str(t.device)][start:end]) for t in tensors]
+
+    def _iter_samples(self):
+        ds = self.dataset
+        if self.batch_sampler is None:
+            for i in self.sampler:
+                yield self.collate_fn(ds[i])
+            return
+        getitems = getattr(ds, "__getitems__", None)
+        for indices in self.batch_sampler:
+            samples = getitems(indices) if getitems is not None else [ds[i] for i in indices]
+            yield self.collate_fn(samples)
+
+    def _iter_stream(self):
+        if self.batch_size is None:
+            for sample in self.dataset:
+                yield self.collate_fn(sample)
+            return
+        batch = []
+        for sample in self.dataset:
+            batch.append(sample)
+            if len(batch) == self.batch_size:
+                yield self.collate_fn(batch)
+                batch = []
+        if batch and not self.drop_last:
+            yield self.collate_fn(batch)

@@ -1,0 +1,122 @@
+"""Samplers: the order in which DataLoader visits a map-style dataset (torch.utils.data.sampler).
+
+Each index sampler can also hand over one epoch's whole order as an int64 tensor
+(`_index_tensor`), drawn by the same randperm/randint call its __iter__ uses, so the DataLoader's
+gather fast path and the per-sample path see the same order for the same seed.
+
+Randomness: with generator=None the draw comes from ampc's global generator (so
+ampc.manual_seed(s) makes shuffling reproducible); with an ampc.Generator it comes from that
+generator's own Philox stream and leaves the global one untouched. (torch instead seeds a fresh
+generator from the global one; the reproducibility guarantee is the same, the orders differ.)"""
+from ... import _C
+
+
+def _draw(fn, *args, generator=None, **kwargs):
+    if generator is None:
+        return fn(*args, **kwargs)
+    return fn(*args, generator=generator, **kwargs)
+
+
+class Sampler:
+    """Base class: __iter__ yields dataset indices; __len__ says how many (when known)."""
+
+    def __init__(self, data_source=None):
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError
+
+
+class SequentialSampler(Sampler):
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def _index_tensor(self):
+        return _C.arange(len(self.data_source), dtype=_C.int64)
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A random permutation per epoch (or num_samples draws with replacement)."""
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        if not isinstance(self.replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={self.replacement}")
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={self.num_samples}")
+
+    @property
+    def num_samples(self):
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def _index_tensor(self):
+        n, want = len(self.data_source), self.num_samples
+        if self.replacement:
+            return _draw(_C.randint, 0, n, (want,), generator=self.generator, dtype=_C.int64)
+        parts = [_draw(_C.randperm, n, generator=self.generator) for _ in range(want // n)]
+        if want % n:
+            parts.append(_draw(_C.randperm, n, generator=self.generator)[:want % n])
+        return parts[0] if len(parts) == 1 else _C.cat(parts)
+
+    def __iter__(self):
+        return iter(self._index_tensor().tolist())
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices in a random order each epoch."""
+
+    def __init__(self, indices, generator=None):
+        self.indices = indices
+        self.generator = generator
+
+    def _index_tensor(self):
+        idx = self.indices
+        idx = idx.long().cpu() if isinstance(idx, _C.Tensor) else _C.tensor(list(idx), dtype=_C.int64)
+        return idx.index_select(0, _draw(_C.randperm, len(self.indices), generator=self.generator))
+
+    def __iter__(self):
+        return iter(self._index_tensor().tolist())
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class BatchSampler(Sampler):
+    """Groups the indices of `sampler` into lists of batch_size (the last one shorter unless
+    drop_last)."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self):
+        batch = []
+        for idx in self.sampler:
+            batch.append(idx)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self):
+        if self.drop_last:
+            return len(self.sampler) // self.batch_size
+        return (len(self.sampler) + self.batch_size - 1) // self.batch_size

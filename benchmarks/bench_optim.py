@@ -30,13 +30,14 @@ def ampc_step(name, values, grads, **kw):
 
 
 def ampc_scaled_step(name, values, grads, **kw):
-    """The step GradScaler.step makes: found_inf (and here grad_scale) read on the device."""
+    """The step GradScaler.step makes: found_inf read on the device (grad_scale None: the scaler has
+    unscaled the grads already)."""
     params = [ampc.from_numpy(v.copy()).requires_grad_() for v in values]
     for p, g in zip(params, grads):
         p.grad = ampc.from_numpy(g.copy())
     opt = getattr(aoptim, name)(params, **kw)
     opt.found_inf = ampc.zeros((), dtype=ampc.float32)
-    opt.grad_scale = ampc.ones((), dtype=ampc.float32)
+    opt.grad_scale = None
     return opt.step
 
 

@@ -20,6 +20,9 @@ def parser(description, **defaults):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     p.add_argument("--synthetic", action="store_true", help="random data instead of Fashion-MNIST")
+    p.add_argument("--image-size", type=int, default=28, choices=[28, 14, 7],
+                   help="28: Fashion-MNIST as it is; 14 or 7: average-pooled (quick runs)")
+    p.add_argument("--cnn-channels", default="32,64", help="widths of SmallCNN's two conv blocks")
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -39,8 +42,30 @@ def amp_api(device):
     return autocast, GradScaler
 
 
-def image_data(limit, synthetic=False, train=True):
-    """(N, 1, 28, 28) float32 images and (N,) int64 labels."""
+_CACHE = {}
+
+
+def small_cnn(args):
+    """The examples' `YourModel`: ampc.models.SmallCNN at the size the flags ask for."""
+    from ampc.models import SmallCNN
+
+    return SmallCNN(channels=tuple(int(c) for c in args.cnn_channels.split(",")), image_size=args.image_size)
+
+
+def image_data(limit, synthetic=False, train=True, size=28):
+    """(N, 1, size, size) float32 images and (N,) int64 labels (read once per process)."""
+    key = (limit, synthetic, train, size)
+    if key not in _CACHE:
+        x, y = _read_images(limit, synthetic, train)
+        if size != 28:
+            import ampc.nn.functional as F
+
+            x = F.avg_pool2d(x, 28 // size)
+        _CACHE[key] = x, y
+    return _CACHE[key]
+
+
+def _read_images(limit, synthetic, train):
     if not synthetic:
         try:
             from ampc.datasets import FashionMNIST
@@ -58,7 +83,7 @@ def image_data(limit, synthetic=False, train=True):
 
 def image_loader(args, shuffle=True, train=True, device="cpu"):
     """A DataLoader over tensors already on `device` (the article's loops feed the model directly)."""
-    x, y = image_data(args.limit, args.synthetic, train)
+    x, y = image_data(args.limit, args.synthetic, train, args.image_size)
     x, y = x.to(device), y.to(device)
     g = torch.Generator().manual_seed(args.seed)
     return DataLoader(TensorDataset(x, y), batch_size=args.batch_size, shuffle=shuffle, generator=g)

@@ -11,7 +11,6 @@ loop are the article's, unchanged."""
 import ampc as torch
 import ampc.nn as nn
 import ampc.optim as optim
-from ampc.models import SmallCNN
 from ampc.monitor import AMPMonitor
 
 import _common
@@ -25,7 +24,7 @@ def main(argv=None):
     autocast, GradScaler = _common.amp_api(device)
 
     torch.manual_seed(args.seed)
-    model = SmallCNN().to(device)
+    model = _common.small_cnn(args).to(device)
     optimizer = optim.Adam(model.parameters(), lr=args.lr)
     criterion = nn.CrossEntropyLoss()
     lines = []

@@ -15,16 +15,16 @@ Lines that differ from the article, and why:
 import argparse
 
 import ampc as torch
-from ampc.models import MLP, SmallCNN, resnet18, resnet50
+from ampc.models import MLP, resnet18, resnet50
 
 import _common
 
 
-def create_model(name):
+def create_model(name, args):
     if name == "mlp":
-        return MLP(28 * 28, [256, 128], 10)
+        return MLP(args.image_size ** 2, [256, 128], 10)
     if name == "cnn":
-        return SmallCNN()
+        return _common.small_cnn(args)
     if name in ("resnet18", "resnet50"):
         return {"resnet18": resnet18, "resnet50": resnet50}[name](num_classes=10, in_channels=1)
     raise ValueError(f"unknown model {name!r}: expected mlp, cnn, resnet18 or resnet50")
@@ -77,7 +77,7 @@ def main(argv=None):
 
     # Твоя модель
     torch.manual_seed(args.seed)
-    model = create_model(args.model).to(device)
+    model = create_model(args.model, args).to(device)
     optimizer = torch.optim.Adam(model.parameters())
     criterion = torch.nn.CrossEntropyLoss()
 

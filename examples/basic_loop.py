@@ -10,7 +10,6 @@ and a Fashion-MNIST DataLoader (_common.py)."""
 import ampc as torch
 import ampc.nn as nn
 import ampc.optim as optim
-from ampc.models import SmallCNN
 
 import _common
 
@@ -63,7 +62,7 @@ def main(argv=None):
 
     def YourModel():
         torch.manual_seed(args.seed)  # same initial weights for both runs
-        return SmallCNN().to(device)
+        return _common.small_cnn(args).to(device)
 
     results = {}
     for mode in ("fp32", "amp"):

@@ -10,7 +10,6 @@ low-precision, so they are cast up too). The FP32-only function here is a confid
 import ampc as torch
 import ampc.nn as nn
 import ampc.optim as optim
-from ampc.models import SmallCNN
 
 import _common
 
@@ -35,7 +34,7 @@ def main(argv=None):
     results = {}
     for mode in ("fp32", "amp"):
         torch.manual_seed(args.seed)
-        model = SmallCNN().to(device)
+        model = _common.small_cnn(args).to(device)
         optimizer = optim.Adam(model.parameters(), lr=args.lr)
         criterion = nn.CrossEntropyLoss()
         scaler = GradScaler(enabled=mode == "amp")

@@ -6,9 +6,9 @@ compare them.
 The function is the article's, unchanged (it relies on `torch.optim` and `torch.nn` being reachable
 from `import ampc as torch`, as they are from `import torch`). The article's list
 `[ResNet(), EfficientNet(), DenseNet()]` names models ampc does not ship (EfficientNet, DenseNet),
-so the list here is ampc.models' MLP, SmallCNN and a ResNet-18 with the small-input stem."""
+so the list here is taken from ampc.models by `--models` (linear, mlp, cnn, resnet18)."""
 import ampc as torch
-from ampc.models import MLP, SmallCNN, resnet18
+from ampc.models import MLP, resnet18
 
 import _common
 
@@ -51,9 +51,11 @@ def main(argv=None):
             return build().to(device)
         return model_fn
 
+    pixels = args.image_size ** 2
     builders = {
-        "mlp": lambda: MLP(28 * 28, [128], 10),
-        "cnn": lambda: SmallCNN(),
+        "linear": lambda: MLP(pixels, [], 10),  # logistic regression: the baseline
+        "mlp": lambda: MLP(pixels, [128], 10),
+        "cnn": lambda: _common.small_cnn(args),
         "resnet18": lambda: resnet18(num_classes=10, in_channels=1),
     }
     names = args.models.split(",")

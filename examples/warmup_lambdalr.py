@@ -26,7 +26,7 @@ def main(argv=None):
     results = {}
     for mode in ("fp32", "amp"):
         torch.manual_seed(args.seed)
-        model = MLP(28 * 28, [128], 10).to(device)
+        model = MLP(args.image_size ** 2, [128], 10).to(device)
         # Увеличь learning rate в 1.5-2 раза
         optimizer = optim.Adam(model.parameters(), lr=0.001 * 1.5)
         scheduler = LambdaLR(optimizer, lr_lambda=warmup_lambda)

@@ -1,6 +1,6 @@
 """Matrix ops (mm, bmm, matmul and @, addmm, baddbmm, dot, mv, einsum) against float64 NumPy and
 against PyTorch's CPU results, on every CPU GEMM backend this build has (CBLAS, ampc's blocked
-fallback, the AVX512-BF16 kernel): all floating dtypes and integers, transposed / sliced /
+fallback, the AMX bf16 kernel): all floating dtypes and integers, transposed / sliced /
 broadcast operands, 1-D operands, zero sizes, autocast, and PyTorch's error messages."""
 import re
 

@@ -158,7 +158,7 @@ def test_small_cnn_shapes_and_training():
     y = ampc.randint(0, 10, (8,))
     assert tuple(m(x).shape) == (8, 10)
     assert sum(p.numel() for p in m.parameters()) < 100_000
-    losses = _train_steps(m, x, y, steps=4)
+    losses = _train_steps(m, x, y, steps=5, lr=1e-3)
     assert losses[-1] < losses[0]
     assert tuple(SmallCNN(in_channels=3, num_classes=5, image_size=32)(ampc.randn(2, 3, 32, 32)).shape) == (2, 5)
 
@@ -201,3 +201,21 @@ def test_gpt_trains_and_ties_gradients():
         losses.append(loss.item())
     assert losses[-1] < losses[0] - 0.3
     assert m.lm_head.weight.grad is not None
+
+
+def test_small_cnn_matches_the_same_network_in_torch():
+    """Same weights, same input: ampc's SmallCNN and its torch.nn transcription agree, in train
+    mode (batch statistics) and, after that step updated the running stats, in eval mode."""
+    tm = tnn.Sequential(tnn.Conv2d(1, 32, 3, padding=1, bias=False), tnn.BatchNorm2d(32), tnn.ReLU(),
+                        tnn.MaxPool2d(2), tnn.Conv2d(32, 64, 3, padding=1, bias=False), tnn.BatchNorm2d(64),
+                        tnn.ReLU(), tnn.MaxPool2d(2), tnn.Flatten(), tnn.Linear(64 * 7 * 7, 10))
+    m = SmallCNN()
+    ours = list(m.state_dict())
+    theirs = tm.state_dict()
+    m.load_state_dict({k: ampc.from_numpy(v.detach().numpy().copy()) for k, v in zip(ours, theirs.values())})
+    x = np.random.default_rng(0).standard_normal((4, 1, 28, 28)).astype(np.float32)
+    for train in (True, False):
+        m.train(train)
+        tm.train(train)
+        np.testing.assert_allclose(m(ampc.from_numpy(x)).detach().numpy(), tm(torch.from_numpy(x)).detach().numpy(),
+                                   rtol=1e-4, atol=1e-4)

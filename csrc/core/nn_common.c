@@ -1,6 +1,8 @@
 /* nn_common.c: helpers shared by the nn frontends (nn_common.h). */
 #include "nn_common.h"
 
+#include "autograd.h"
+
 #include <stdio.h>
 
 const char *nn_shape(const ampc_tensor *t, char *buf, size_t cap) { return ampc_shape_str(t->ndim, t->shape, buf, cap); }
@@ -108,4 +110,11 @@ ampc_tensor *nn_sum_to(const ampc_tensor *grad, int ndim, const int64_t *shape) 
     ampc_tensor *r = ampc_reshape(s, ndim, shape);
     ampc_tensor_decref(s);
     return r;
+}
+
+ampc_status nn_first_order_only(const ampc_node *node) {
+    if (!ampc_grad_enabled()) return AMPC_OK;
+    return ampc_set_error(AMPC_E_NOT_IMPLEMENTED,
+                          "%s: double backward (create_graph=True) through this op is not supported yet",
+                          node->rule && node->rule->name ? node->rule->name : "nn op");
 }

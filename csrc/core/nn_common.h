@@ -50,6 +50,11 @@ ampc_tensor *nn_softmax_backward(ampc_op op, const ampc_tensor *grad_out, const 
 /* grad (of a broadcast shape) summed down to `shape` (PyTorch's sum_to_size). New reference. */
 ampc_tensor *nn_sum_to(const ampc_tensor *grad, int ndim, const int64_t *shape);
 
+/* The nn gradient rules run kernels, which record nothing. Under create_graph=True (grad mode on
+ * while backward runs) their results would silently miss the second-order terms, so a rule
+ * starts with this check and refuses instead. */
+ampc_status nn_first_order_only(const struct ampc_node *node);
+
 /* Runs one NN kernel unless there is nothing to compute (every output empty). */
 ampc_status nn_dispatch(ampc_op op, const ampc_kernel_args *a);
 

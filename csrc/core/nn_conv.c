@@ -439,6 +439,7 @@ ampc_status ampc_convolution_backward(const ampc_tensor *grad_out, const ampc_te
 }
 
 static ampc_status conv_backward_rule(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     const ampc_tensor *input = ampc_node_saved(node, 0), *weight = ampc_node_saved(node, 1);
     if (!input || !weight) return ampc_last_status();
     const int64_t *v = node->attrs.ints;

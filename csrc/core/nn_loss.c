@@ -193,6 +193,7 @@ ampc_status ampc_pointwise_loss_backward(ampc_op op, const ampc_tensor *grad_los
 }
 
 static ampc_status loss_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     const ampc_tensor *saved[4] = {NULL, NULL, NULL, NULL};
     for (int i = 0; i < node->n_saved; i++)
         if (!(saved[i] = ampc_node_saved(node, i))) return ampc_last_status();

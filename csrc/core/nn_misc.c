@@ -1,8 +1,9 @@
 /* nn_misc.c: linear, embedding (padding_idx, scale_grad_by_freq), dropout (Philox, reproducible
  * under manual_seed) and scaled_dot_product_attention, with their gradient rules.
  *
- * linear and attention run their matrix products through the GEMM kernel (nn_gemm: fp32
- * accumulation for fp16/bf16). Attention is composed, not fused:
+ * linear is composed of the recording GEMM frontends (its gradient is theirs). Attention runs its
+ * products through the GEMM kernel (nn_gemm: fp32 accumulation for fp16/bf16) and is composed,
+ * not fused:
  *   S = Q K^T (*, L, S);  P = softmax(S * scale + mask | causal);  P' = dropout(P);  O = P' V
  * and keeps Q, K, V, P and the dropout mask for backward:
  *   dV = P'^T dO;  dP' = dO V^T;  dP = dP' * mask / (1 - p);  dS = P * (dP - rowsum(dP * P)) * scale;
@@ -13,6 +14,7 @@
 
 #include "autocast.h"
 #include "autograd.h"
+#include "derivatives.h"
 #include "nn_common.h"
 
 /* A view of t with its last two dims swapped (no copy: GEMM reads any strides). */
@@ -20,17 +22,9 @@ static ampc_tensor *t_last2(const ampc_tensor *t) { return ampc_transpose(t, -1,
 
 /* ---------------------------------------------------------------- linear */
 
-static ampc_status linear_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
-static const ampc_grad_rule linear_rule = {"AddmmBackward0", linear_rule_fn};
-static const ampc_grad_rule linear_nobias_rule = {"MmBackward0", linear_rule_fn};
-
-/* input as (M, in): a view when the layout allows, else a copy. */
-static ampc_tensor *as_matrix(const ampc_tensor *t, int64_t cols) {
-    int64_t shape[2] = {cols ? ampc_numel(t) / cols : 0, cols};
-    if (t->ndim == 1) shape[0] = 1;
-    return ampc_reshape(t, 2, shape);
-}
-
+/* Composed of the recording frontends, as PyTorch does (2-D input: addmm, AddmmBackward0; other
+ * ranks: a view to 2-D and back, ViewBackward0), so its gradient is the GEMM rules' and second
+ * order works. */
 ampc_tensor *ampc_linear(const ampc_tensor *input, const ampc_tensor *weight, const ampc_tensor *bias) {
     const ampc_tensor *all[3] = {input, weight, bias};
     ampc_autocast_scope ac;
@@ -57,68 +51,22 @@ ampc_tensor *ampc_linear(const ampc_tensor *input, const ampc_tensor *weight, co
                        (long long)out_f);
         return NULL;
     }
-    if (bias && !(bias->ndim == 1 && bias->shape[0] == out_f) && !(bias->ndim == 0)) {
-        char s1[96];
-        ampc_set_error(AMPC_E_RUNTIME, "linear: bias of shape %s does not match the %lld output features",
-                       nn_shape(bias, s1, sizeof s1), (long long)out_f);
-        return NULL;
+    ampc_tensor *wt = ampc_ad_transpose(weight, 0, 1), *x2 = NULL, *y2 = NULL, *y = NULL;
+    if (!wt) return NULL;
+    int64_t shape2[2] = {in ? ampc_numel(input) / in : 0, in};
+    x2 = input->ndim == 2 ? (ampc_tensor_incref((ampc_tensor *)input), (ampc_tensor *)input)
+                          : ampc_ad_reshape(input, 2, shape2);
+    y2 = !x2 ? NULL : bias ? ampc_addmm(bias, x2, wt, 1.0, 1.0) : ampc_mm(x2, wt);
+    if (y2 && input->ndim == 2) {
+        y = y2, y2 = NULL;
+    } else if (y2) {
+        int64_t shape[AMPC_MAX_DIMS];
+        memcpy(shape, input->shape, sizeof(int64_t) * (size_t)input->ndim);
+        shape[input->ndim - 1] = out_f;
+        y = ampc_ad_view(y2, input->ndim, shape);
     }
-    ampc_tensor *x2 = as_matrix(input, in);
-    ampc_tensor *wt = x2 ? t_last2(weight) : NULL;
-    ampc_tensor *bv = NULL;
-    if (wt && bias) {
-        int64_t bshape[2] = {x2->shape[0], out_f}, bstrides[2] = {0, bias->ndim ? bias->strides[0] : 0};
-        bv = ampc_as_strided(bias, 2, bshape, bstrides, bias->offset);
-    }
-    ampc_tensor *y2 = wt && (!bias || bv) ? nn_gemm(x2, wt, bv, 1.0, 1.0) : NULL;
-    ampc_tensor *tmp[3] = {x2, wt, bv};
-    nn_release(3, tmp);
-    if (!y2) return NULL;
-    int64_t shape[AMPC_MAX_DIMS];
-    memcpy(shape, input->shape, sizeof(int64_t) * (size_t)input->ndim);
-    shape[input->ndim - 1] = out_f;
-    ampc_tensor *y = nn_reshape_view(y2, input->ndim, shape);
-    ampc_tensor_decref(y2);
-    if (y && ampc_any_requires_grad(3, all)) {
-        ampc_node_attrs attrs;
-        memset(&attrs, 0, sizeof attrs);
-        if (!ampc_autograd_record(bias ? &linear_rule : &linear_nobias_rule, 3, all, 1, &y, 2,
-                                  (const ampc_tensor *[]){input, weight}, &attrs)) {
-            ampc_tensor_decref(y);
-            return NULL;
-        }
-    }
+    ampc_tensor_decref(wt), ampc_tensor_decref(x2), ampc_tensor_decref(y2);
     return y;
-}
-
-static ampc_status linear_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    const ampc_tensor *x = ampc_node_saved(node, 0), *w = x ? ampc_node_saved(node, 1) : NULL;
-    if (!w) return ampc_last_status();
-    if (!grads[0]) return AMPC_OK;
-    int64_t in = w->shape[1], out_f = w->shape[0];
-    ampc_tensor *g2 = as_matrix(grads[0], out_f), *x2 = NULL, *gt = NULL;
-    ampc_status st = g2 ? AMPC_OK : ampc_last_status();
-    if (st == AMPC_OK && node->needs_input_grad[0]) { /* (M, out) @ (out, in) */
-        ampc_tensor *gx = nn_gemm(g2, w, NULL, 0.0, 1.0);
-        grad_inputs[0] = gx ? nn_reshape_view(gx, x->ndim, x->shape) : NULL;
-        ampc_tensor_decref(gx);
-        if (!grad_inputs[0]) st = ampc_last_status();
-    }
-    if (st == AMPC_OK && node->needs_input_grad[1]) { /* (out, M) @ (M, in) */
-        x2 = as_matrix(x, in);
-        gt = x2 ? t_last2(g2) : NULL;
-        grad_inputs[1] = gt ? nn_gemm(gt, x2, NULL, 0.0, 1.0) : NULL;
-        if (!grad_inputs[1]) st = ampc_last_status();
-    }
-    if (st == AMPC_OK && node->needs_input_grad[2]) {
-        ampc_tensor *gb = ampc_reduce(AMPC_OP_SUM, g2, 1, (const int64_t[]){0}, false, AMPC_DTYPE_UNDEFINED);
-        grad_inputs[2] = gb ? nn_sum_to(gb, node->in_ndim[2], node->in_shape[2]) : NULL;
-        ampc_tensor_decref(gb);
-        if (!grad_inputs[2]) st = ampc_last_status();
-    }
-    ampc_tensor *tmp[3] = {g2, x2, gt};
-    nn_release(3, tmp);
-    return st;
 }
 
 /* ---------------------------------------------------------------- embedding */
@@ -223,6 +171,7 @@ ampc_tensor *ampc_embedding_backward(const ampc_tensor *grad_out, const ampc_ten
 }
 
 static ampc_status embedding_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     const ampc_tensor *idx = ampc_node_saved(node, 0);
     if (!idx) return ampc_last_status();
     if (!grads[0]) return AMPC_OK;
@@ -318,6 +267,7 @@ ampc_tensor *ampc_masked_scale(const ampc_tensor *grad, const ampc_tensor *mask,
 }
 
 static ampc_status dropout_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     const ampc_tensor *mask = ampc_node_saved(node, 0);
     if (!mask) return ampc_last_status();
     if (!grads[0]) return AMPC_OK;
@@ -470,6 +420,7 @@ ampc_tensor *ampc_scaled_dot_product_attention(const ampc_tensor *query, const a
 }
 
 static ampc_status sdpa_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     const ampc_tensor *saved[5] = {NULL, NULL, NULL, NULL, NULL};
     for (int i = 0; i < node->n_saved; i++)
         if (!(saved[i] = ampc_node_saved(node, i))) return ampc_last_status();

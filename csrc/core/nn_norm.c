@@ -214,6 +214,7 @@ ampc_status ampc_native_batch_norm_backward(const ampc_tensor *grad_out, const a
 }
 
 static ampc_status batch_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     const ampc_tensor *x, *mean, *inv, *w;
     AMPC_TRY(saved_norm_tensors(node, &x, &mean, &inv, &w));
     if (!grads[0]) return AMPC_OK;
@@ -360,6 +361,7 @@ ampc_status ampc_native_layer_norm_backward(const ampc_tensor *grad_out, const a
 }
 
 static ampc_status layer_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     const ampc_tensor *x, *mean, *rstd, *w;
     AMPC_TRY(saved_norm_tensors(node, &x, &mean, &rstd, &w));
     if (!grads[0]) return AMPC_OK;
@@ -496,6 +498,7 @@ ampc_status ampc_native_group_norm_backward(const ampc_tensor *grad_out, const a
 }
 
 static ampc_status group_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     const ampc_tensor *x, *mean, *rstd, *w;
     AMPC_TRY(saved_norm_tensors(node, &x, &mean, &rstd, &w));
     if (!grads[0]) return AMPC_OK;

@@ -162,6 +162,7 @@ static ampc_tensor *run_pool(ampc_op op, const ampc_tensor *src, ampc_tensor *ds
 /* ---------------------------------------------------------------- max_pool2d */
 
 static ampc_status max_pool_backward_rule(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     const ampc_tensor *indices = ampc_node_saved(node, 0);
     if (!indices) return ampc_last_status();
     if (!grads[0]) return AMPC_OK;
@@ -243,6 +244,7 @@ ampc_tensor *ampc_max_pool2d_backward(const ampc_tensor *grad_out, int ndim, con
 /* ---------------------------------------------------------------- avg_pool2d */
 
 static ampc_status avg_pool_backward_rule(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     if (!grads[0]) return AMPC_OK;
     const int64_t *v = node->attrs.ints;
     grad_inputs[0] = ampc_avg_pool2d_backward(grads[0], node->in_ndim[0], node->in_shape[0], v, v + 2, v + 4,
@@ -313,6 +315,7 @@ ampc_tensor *ampc_avg_pool2d_backward(const ampc_tensor *grad_out, int ndim, con
 /* ---------------------------------------------------------------- adaptive_avg_pool2d */
 
 static ampc_status adaptive_backward_rule(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     if (!grads[0]) return AMPC_OK;
     grad_inputs[0] = ampc_adaptive_avg_pool2d_backward(grads[0], node->in_ndim[0], node->in_shape[0]);
     return grad_inputs[0] ? AMPC_OK : ampc_last_status();

@@ -131,6 +131,7 @@ ampc_tensor *ampc_log_softmax_backward(const ampc_tensor *grad_out, const ampc_t
 }
 
 static ampc_status softmax_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     const ampc_tensor *y = ampc_node_saved(node, 0);
     if (!y) return ampc_last_status();
     if (!grads[0]) return AMPC_OK;
@@ -386,6 +387,7 @@ ampc_status ampc_cross_entropy_backward(const ampc_tensor *grad_loss, const ampc
 }
 
 static ampc_status cross_entropy_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     const ampc_tensor *saved[5] = {NULL, NULL, NULL, NULL, NULL};
     for (int i = 0; i < node->n_saved; i++)
         if (!(saved[i] = ampc_node_saved(node, i))) return ampc_last_status();
@@ -491,6 +493,7 @@ ampc_tensor *ampc_nll_loss_backward(const ampc_tensor *grad_loss, const ampc_ten
 }
 
 static ampc_status nll_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    AMPC_TRY(nn_first_order_only(node));
     const ampc_tensor *saved[4] = {NULL, NULL, NULL, NULL};
     for (int i = 0; i < node->n_saved; i++)
         if (!(saved[i] = ampc_node_saved(node, i))) return ampc_last_status();

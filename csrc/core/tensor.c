@@ -8,15 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "derivatives.h"
 #include "dispatch.h"
 
 void (*ampc_tensor_free_hook)(ampc_tensor *t) = NULL;
 
 void ampc_tensor_incref(ampc_tensor *t) { t->refcount++; }
 
+static int64_t live_tensors = 0; /* debug counter: tests check graphs free their tensors */
+
+int64_t ampc_live_tensors(void) { return live_tensors; }
+
 void ampc_tensor_decref(ampc_tensor *t) {
     if (!t || --t->refcount > 0) return;
     if (ampc_tensor_free_hook) ampc_tensor_free_hook(t);
+    if (t->grad_fn || t->autograd_meta) ampc_autograd_tensor_release(t); /* iterative: see autograd.c */
+    live_tensors--;
     ampc_tensor_decref(t->grad);
     ampc_tensor_decref(t->view_base);
     ampc_storage_decref(t->storage);
@@ -97,8 +104,12 @@ ampc_status ampc_broadcast_shapes(const char *op, int nda, const int64_t *a, int
 
 static ampc_tensor *tensor_alloc(void) {
     ampc_tensor *t = (ampc_tensor *)calloc(1, sizeof *t);
-    if (!t) ampc_set_error(AMPC_E_NOMEM, "out of host memory allocating a tensor");
-    else t->refcount = 1;
+    if (!t) {
+        ampc_set_error(AMPC_E_NOMEM, "out of host memory allocating a tensor");
+    } else {
+        t->refcount = 1;
+        live_tensors++;
+    }
     return t;
 }
 
@@ -193,6 +204,7 @@ ampc_tensor *ampc_as_strided(const ampc_tensor *t, int ndim, const int64_t *shap
 }
 
 ampc_tensor *ampc_alias(const ampc_tensor *t) {
+    if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_alias(t);
     return ampc_as_strided(t, t->ndim, t->shape, t->strides, t->offset);
 }
 
@@ -256,6 +268,7 @@ static bool view_strides(const ampc_tensor *t, int ndim, const int64_t *shape, i
 }
 
 ampc_tensor *ampc_view(const ampc_tensor *t, int ndim, const int64_t *shape) {
+    if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_view(t, ndim, shape);
     int64_t real[AMPC_MAX_DIMS], strides[AMPC_MAX_DIMS];
     if (ndim > AMPC_MAX_DIMS) {
         ampc_set_error(AMPC_E_VALUE, "view: ampc tensors have at most %d dims, got %d", AMPC_MAX_DIMS, ndim);
@@ -272,6 +285,7 @@ ampc_tensor *ampc_view(const ampc_tensor *t, int ndim, const int64_t *shape) {
 }
 
 ampc_tensor *ampc_reshape(const ampc_tensor *t, int ndim, const int64_t *shape) {
+    if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_reshape(t, ndim, shape);
     int64_t real[AMPC_MAX_DIMS], strides[AMPC_MAX_DIMS];
     if (ndim > AMPC_MAX_DIMS) {
         ampc_set_error(AMPC_E_VALUE, "reshape: ampc tensors have at most %d dims, got %d", AMPC_MAX_DIMS, ndim);
@@ -287,6 +301,7 @@ ampc_tensor *ampc_reshape(const ampc_tensor *t, int ndim, const int64_t *shape) 
 }
 
 ampc_tensor *ampc_permute(const ampc_tensor *t, int ndim, const int64_t *dims) {
+    if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_permute(t, ndim, dims);
     if (ndim != t->ndim) {
         ampc_set_error(AMPC_E_RUNTIME,
                        "permute(sparse_coo): number of dimensions in the tensor input does not match the "
@@ -312,6 +327,7 @@ ampc_tensor *ampc_permute(const ampc_tensor *t, int ndim, const int64_t *dims) {
 }
 
 ampc_tensor *ampc_transpose(const ampc_tensor *t, int64_t dim0, int64_t dim1) {
+    if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_transpose(t, dim0, dim1);
     int d0, d1;
     if (ampc_wrap_dim("transpose", dim0, t->ndim, &d0) != AMPC_OK ||
         ampc_wrap_dim("transpose", dim1, t->ndim, &d1) != AMPC_OK)
@@ -329,6 +345,7 @@ ampc_tensor *ampc_transpose(const ampc_tensor *t, int64_t dim0, int64_t dim1) {
 }
 
 ampc_tensor *ampc_unsqueeze(const ampc_tensor *t, int64_t dim) {
+    if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_unsqueeze(t, dim);
     int d;
     if (t->ndim >= AMPC_MAX_DIMS) {
         ampc_set_error(AMPC_E_VALUE, "unsqueeze: ampc tensors have at most %d dims", AMPC_MAX_DIMS);
@@ -350,6 +367,7 @@ ampc_tensor *ampc_unsqueeze(const ampc_tensor *t, int64_t dim) {
 }
 
 ampc_tensor *ampc_squeeze(const ampc_tensor *t, int ndims, const int64_t *dims) {
+    if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_squeeze(t, ndims, dims);
     bool drop[AMPC_MAX_DIMS] = {false};
     if (ndims == 0) {
         for (int i = 0; i < t->ndim; i++) drop[i] = t->shape[i] == 1;
@@ -372,6 +390,7 @@ ampc_tensor *ampc_squeeze(const ampc_tensor *t, int ndims, const int64_t *dims) 
 }
 
 ampc_tensor *ampc_expand(const ampc_tensor *t, int ndim, const int64_t *shape) {
+    if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_expand(t, ndim, shape);
     char sa[160], sb[160];
     if (ndim < t->ndim || ndim > AMPC_MAX_DIMS) {
         ampc_set_error(AMPC_E_RUNTIME,
@@ -417,6 +436,7 @@ ampc_tensor *ampc_expand(const ampc_tensor *t, int ndim, const int64_t *shape) {
 }
 
 ampc_tensor *ampc_slice(const ampc_tensor *t, int64_t dim, int64_t start, int64_t stop, int64_t step) {
+    if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_slice(t, dim, start, stop, step);
     int d;
     if (t->ndim == 0) {
         ampc_set_error(AMPC_E_INDEX, "slice() cannot be applied to a 0-dim tensor.");
@@ -460,6 +480,7 @@ ampc_tensor *ampc_narrow(const ampc_tensor *t, int64_t dim, int64_t start, int64
 }
 
 ampc_tensor *ampc_select(const ampc_tensor *t, int64_t dim, int64_t index) {
+    if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_select(t, dim, index);
     int d;
     if (t->ndim == 0) {
         ampc_set_error(AMPC_E_INDEX, "select() cannot be applied to a 0-dim tensor.");
@@ -509,6 +530,7 @@ ampc_tensor *ampc_flatten(const ampc_tensor *t, int64_t start_dim, int64_t end_d
 /* ---------------------------------------------------------------- copies */
 
 ampc_status ampc_copy_(ampc_tensor *dst, const ampc_tensor *src) {
+    if (ampc_any_requires_grad(2, (const ampc_tensor *[]){dst, src})) return ampc_ad_copy_(dst, src);
     int nd;
     int64_t shape[AMPC_MAX_DIMS];
     AMPC_TRY(ampc_broadcast_shapes("copy_", dst->ndim, dst->shape, src->ndim, src->shape, &nd, shape));
@@ -529,6 +551,7 @@ ampc_status ampc_copy_(ampc_tensor *dst, const ampc_tensor *src) {
 }
 
 ampc_tensor *ampc_clone(const ampc_tensor *t) {
+    if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_clone(t);
     ampc_tensor *c = ampc_empty_like(t);
     if (c && ampc_copy_(c, t) != AMPC_OK) {
         ampc_tensor_decref(c);
@@ -546,6 +569,7 @@ ampc_tensor *ampc_contiguous(const ampc_tensor *t) {
 }
 
 ampc_tensor *ampc_to(const ampc_tensor *t, ampc_dtype dtype, ampc_device device, bool copy) {
+    if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_to(t, dtype, device, copy);
     if (dtype == AMPC_DTYPE_UNDEFINED) dtype = t->dtype;
     if (!copy && dtype == t->dtype && ampc_device_eq(device, t->device)) {
         ampc_tensor_incref((ampc_tensor *)t);
@@ -560,6 +584,7 @@ ampc_tensor *ampc_to(const ampc_tensor *t, ampc_dtype dtype, ampc_device device,
 }
 
 ampc_status ampc_fill_(ampc_tensor *t, ampc_scalar value) {
+    if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_fill_(t, value);
     ampc_kernel_args args;
     memset(&args, 0, sizeof args);
     args.out[0] = t;

@@ -53,6 +53,8 @@ void ampc_tensor_decref(ampc_tensor *t); /* NULL-safe */
 /* Hook the binding sets so the core can clear `pyobj` links and autograd can free its metadata;
  * the core calls it just before freeing a tensor. */
 extern void (*ampc_tensor_free_hook)(ampc_tensor *t);
+/* Number of tensor structs alive (debugging, tests: graphs must free what they hold). */
+int64_t ampc_live_tensors(void);
 
 /* ---- shape helpers ---- */
 int64_t ampc_numel(const ampc_tensor *t);

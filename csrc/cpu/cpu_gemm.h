@@ -21,7 +21,7 @@
  *   auto      CBLAS for float32/float64 when built with it, the AMX kernel for bf16 when the
  *             CPU and OS offer AMX, else what "blas" does
  *   blas      CBLAS for float32/float64; fp16/bf16 convert to fp32 and call sgemm
- *   fallback  ampc's blocked C kernel for every floating dtype (no CBLAS, no AVX512-BF16) */
+ *   fallback  ampc's blocked C kernel for every floating dtype (no CBLAS, no AMX) */
 typedef enum ampc_cpu_gemm_backend {
     AMPC_CPU_GEMM_AUTO = 0,
     AMPC_CPU_GEMM_BLAS,

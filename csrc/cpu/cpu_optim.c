@@ -10,6 +10,12 @@
  *                   grad is widened and the parameter written (the master rounded). */
 #include <stdlib.h>
 
+/* The rules branch on options (maximize, weight decay, ...). GCC only turns such branches into
+ * vector selects when it may evaluate both sides, which -ftrapping-math (the default) forbids for
+ * floating-point arithmetic; ampc never reads the FP exception flags, so this file waives them.
+ * Results do not change: no reassociation, no contraction. */
+#pragma GCC optimize("no-trapping-math")
+
 #include "../core/dispatch.h"
 #include "../core/optim.h"
 #include "../core/optim_math.h"

@@ -53,22 +53,33 @@ static void widen_bf16(float *restrict dst, const char *restrict src, int64_t n)
     for (int64_t i = 0; i < n; i++) dst[i] = AMPC_LOAD_bf16(src + 2 * i);
 }
 
-/* Inside a fold of at most PAIRWISE_BLOCK elements: the widened contiguous row goes to the fp32
- * fold of the same name. Empty for the other dtypes. */
-#define FOLD_WIDENED_ROW(WIDEN, NAME)                                                 \
-    if (s == 2 && n >= 2 * LANES) {                                                   \
-        float wide[PAIRWISE_BLOCK];                                                   \
-        WIDEN(wide, p, n);                                                            \
-        return fold_##NAME##_f32((const char *)wide, n, (int64_t)sizeof(float), param); \
-    }
-#define FOLD_WIDEN_f16(NAME) FOLD_WIDENED_ROW(widen_f16, NAME)
-#define FOLD_WIDEN_bf16(NAME) FOLD_WIDENED_ROW(widen_bf16, NAME)
-#define FOLD_WIDEN_f32(NAME)
-#define FOLD_WIDEN_f64(NAME)
-#define FOLD_WIDEN_i64(NAME)
-#define FOLD_WIDEN_i32(NAME)
-#define FOLD_WIDEN_u8(NAME)
-#define FOLD_WIDEN_b8(NAME)
+/* The fold `f32_fold` of a contiguous fp16/bf16 row of at most PAIRWISE_BLOCK elements, widened
+ * first; out of line so the recursive folds do not carry the buffer in every frame. */
+typedef void (*widen_fn)(float *dst, const char *src, int64_t n);
+__attribute__((noinline)) static double fold_widened_double(fold_d_fn f32_fold, widen_fn widen, const char *p,
+                                                            int64_t n, double param) {
+    float wide[PAIRWISE_BLOCK];
+    widen(wide, p, n);
+    return f32_fold((const char *)wide, n, (int64_t)sizeof(float), param);
+}
+__attribute__((noinline)) static int64_t fold_widened_int64_t(fold_i_fn f32_fold, widen_fn widen, const char *p,
+                                                              int64_t n, double param) {
+    float wide[PAIRWISE_BLOCK];
+    widen(wide, p, n);
+    return f32_fold((const char *)wide, n, (int64_t)sizeof(float), param);
+}
+/* Inside fold NAME of an fp16/bf16 row: contiguous rows go widened to the fp32 fold of the same
+ * name. Empty for the other dtypes. */
+#define FOLD_WIDENED_ROW(WIDEN, NAME, RT) \
+    if (s == 2 && n >= 2 * LANES) return fold_widened_##RT(fold_##NAME##_f32, WIDEN, p, n, param);
+#define FOLD_WIDEN_f16(NAME, RT) FOLD_WIDENED_ROW(widen_f16, NAME, RT)
+#define FOLD_WIDEN_bf16(NAME, RT) FOLD_WIDENED_ROW(widen_bf16, NAME, RT)
+#define FOLD_WIDEN_f32(NAME, RT)
+#define FOLD_WIDEN_f64(NAME, RT)
+#define FOLD_WIDEN_i64(NAME, RT)
+#define FOLD_WIDEN_i32(NAME, RT)
+#define FOLD_WIDEN_u8(NAME, RT)
+#define FOLD_WIDEN_b8(NAME, RT)
 
 #define FOLD_LOAD_f32 AMPC_LOAD_f32
 #define FOLD_LOAD_f16 load_f16_branchless
@@ -90,7 +101,7 @@ static void widen_bf16(float *restrict dst, const char *restrict src, int64_t n)
             AT b = (AT)fold_##NAME##_##SUF(p + h * s, n - h, s, param);                                   \
             return MERGE;                                                                                 \
         }                                                                                                 \
-        FOLD_WIDEN_##SUF(NAME)                                                                            \
+        FOLD_WIDEN_##SUF(NAME, RT)                                                                        \
         AT acc = IDENTITY;                                                                                \
         int64_t i = 0;                                                                                    \
         if (s == (int64_t)sizeof(CT) && n >= 2 * LANES) {                                                 \

@@ -761,6 +761,7 @@ static PyObject *m_is_inference_mode_enabled(PyObject *unused, PyObject *noargs)
 }
 
 static PyObject *m_live_nodes(PyObject *unused, PyObject *noargs) { return PyLong_FromLongLong(ampc_live_nodes()); }
+static PyObject *m_live_tensors(PyObject *unused, PyObject *noargs) { return PyLong_FromLongLong(ampc_live_tensors()); }
 
 PyMethodDef ampc_py_module_methods_autograd[] = {
     {"_set_grad_enabled", m_set_grad_enabled, METH_O, "turns grad mode on or off for this thread"},
@@ -775,6 +776,7 @@ PyMethodDef ampc_py_module_methods_autograd[] = {
      "allow_unused=False, accumulate_grad=True)"},
     {"_function_record", m_function_record, METH_VARARGS, "_function_record(ctx, args, outputs, differentiable)"},
     {"_live_nodes", m_live_nodes, METH_NOARGS, "number of live autograd graph nodes (debugging, tests)"},
+    {"_live_tensors", m_live_tensors, METH_NOARGS, "number of live core tensor structs (debugging, tests)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -791,8 +793,6 @@ int ampc_py_init_autograd(PyObject *module) {
         Py_DECREF(d);
     }
     PyType_Modified(&AmpcTensor_Type);
-    /* TEMPORARY until tensor.c releases autograd state itself (phase 2 of issue 3). */
-    if (!ampc_tensor_free_hook) ampc_tensor_free_hook = ampc_autograd_tensor_release;
     if (PyModule_AddObjectRef(module, "_FunctionBase", (PyObject *)&Node_Type) < 0) return -1;
     if (PyModule_AddObjectRef(module, "RemovableHandle", (PyObject *)&Handle_Type) < 0) return -1;
     return 0;

@@ -11,9 +11,6 @@
  * takes the input as its first argument or input=) both call it. */
 #include "py_common.h"
 
-#include <math.h>
-#include <string.h>
-
 /* ---- argument helpers ---- */
 
 /* dim argument -> count of dims (0 = all); -1 with an exception. */

@@ -7,6 +7,7 @@
  * of the target's kind, which then moves to the requested dtype and device in one copy. NumPy
  * arrays skip the walk: they are shared, then copied once. */
 #include "py_internal.h"
+#include "core/autograd.h"
 #include "py_numpy.h"
 
 #include <string.h>
@@ -211,8 +212,9 @@ ampc_tensor *ampc_py_tensor_from_ndarray(PyObject *data, ampc_dtype dtype, ampc_
 PyObject *ampc_py_tensor_from_data(PyObject *data, ampc_dtype dtype, ampc_device device, int requires_grad) {
     ampc_tensor *t;
     if (AmpcTensor_Check(data)) {
-        ampc_tensor *src = ((AmpcTensorObject *)data)->t;
-        t = ampc_to(src, dtype, device, true); /* a detached copy, as torch.tensor(t) */
+        ampc_tensor *src = ampc_detach(((AmpcTensorObject *)data)->t); /* so the copy records nothing */
+        t = src ? ampc_to(src, dtype, device, true) : NULL; /* a detached copy, as torch.tensor(t) */
+        ampc_tensor_decref(src);
         if (!t) return ampc_py_raise();
     } else if (PyArray_Check(data)) {
         t = ampc_py_tensor_from_ndarray(data, dtype, device, true);

@@ -29,8 +29,8 @@ static double at(const ampc_tensor *t, int64_t i) {
     return ampc_scalar_to_double(s);
 }
 
-/* Frontends record their own nodes once autograd is wired into them; until then (and for any
- * frontend that does not) the tests record explicitly, which exercises the same rules. */
+/* The frontends record their own nodes; the helpers record explicitly only where a frontend
+ * did not (so the rules can also be driven directly). */
 static ampc_tensor *bin(ampc_op op, ampc_tensor *a, ampc_tensor *b) {
     ampc_tensor *out = ampc_binary(op, a, b, ampc_scalar_none());
     const ampc_tensor *ins[2] = {a, b};
@@ -52,19 +52,16 @@ static ampc_tensor *sum_all(ampc_tensor *a) {
     return out;
 }
 
-/* The tensor layer releases autograd state itself once wired; before that the tests install
- * the release as the free hook (idempotent either way). */
-static void (*saved_hook)(ampc_tensor *);
-static int64_t nodes_before;
+/* Every test leaves as many graph nodes and tensors alive as it found. */
+static int64_t nodes_before, tensors_before;
 static void begin(void) {
-    saved_hook = ampc_tensor_free_hook;
-    ampc_tensor_free_hook = ampc_autograd_tensor_release;
     nodes_before = ampc_live_nodes();
+    tensors_before = ampc_live_tensors();
     ampc_clear_error();
 }
 static void end(void) {
     CHECK(ampc_live_nodes() == nodes_before);
-    ampc_tensor_free_hook = saved_hook;
+    CHECK(ampc_live_tensors() == tensors_before);
     ampc_set_grad_enabled(true);
 }
 

@@ -26,7 +26,7 @@ const char *ctest_current = "";
     X(ew_add_values_and_alpha) X(ew_scalar_operands_and_promotion) X(ew_integer_edge_cases) \
     X(ew_broadcast_and_strides) X(ew_unary_values) X(ew_fp16_bf16_opmath) X(ew_inplace_rules) X(ew_where) \
     X(ew_large_parallel) \
-    X(autograd_grad_mode) X(autograd_simple_chain) X(autograd_accumulates_and_retains) X(autograd_broadcast_and_dtype) X(autograd_version_check) X(autograd_deep_chain_frees) X(autograd_grad_inputs_and_unused) X(autograd_hooks_and_retain_grad) X(autograd_rules_spot_values) X(autograd_inplace_on_view) \
+    X(autograd_grad_mode) X(autograd_simple_chain) X(autograd_accumulates_and_retains) X(autograd_broadcast_and_dtype) X(autograd_version_check) X(autograd_deep_chain_frees) X(autograd_grad_inputs_and_unused) X(autograd_hooks_and_retain_grad) X(autograd_rules_spot_values) X(autograd_inplace_on_view) X(autograd_second_order) \
     X(creation_arange) X(creation_linspace) X(creation_eye) \
     X(optim_sgd_momentum_steps) X(optim_adam_skip_and_unscale) X(optim_master_weights_fp16) X(optim_strided_tensors) \
     X(optim_parallel_lists) X(optim_errors) \

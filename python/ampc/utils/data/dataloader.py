@@ -3,7 +3,8 @@
 Two paths produce a batch:
 - the gather fast path, when the dataset is a TensorDataset (or Subsets of one), collate_fn is
   the default and the batches come from one of our index samplers: the epoch's order is one
-  int64 tensor and each batch is one index_select per tensor (the loop over samples runs in C).
+  int64 tensor and each batch is one advanced-indexing gather per tensor (the loop over samples
+  runs in C), or one copied slice per tensor when the order is sequential.
   It yields exactly what the per-sample path would: a list [x_batch, y_batch, ...].
 - the per-sample path for everything else: dataset[i] for each index, then collate_fn.
 
@@ -185,19 +186,24 @@ class DataLoader:
         return None if plan is None else (plan[0], plan[1], order_of)
 
     def _iter_gather(self, tensors, index_map, order_of):
+        bs, n = self.batch_sampler.batch_size, len(self.batch_sampler.sampler)
+        stop = n - n % bs if self.batch_sampler.drop_last else n
+        if index_map is None and type(self.batch_sampler.sampler) is SequentialSampler:
+            # in order: each batch is a slice, copied so that batches never alias the dataset
+            for start in range(0, stop, bs):
+                yield [t[start:start + bs].clone() for t in tensors]
+            return
         order = order_of()  # (num_samples,) int64: this epoch's order, drawn once
         if index_map is not None:
-            order = index_map.index_select(0, order)
-        bs, n = self.batch_sampler.batch_size, order.shape[0]
-        stop = n - n % bs if self.batch_sampler.drop_last else n
+            order = index_map[order]
         by_device = {}
         for t in tensors:
             key = str(t.device)
             if key not in by_device:
                 by_device[key] = order if key == "cpu" else order.to(t.device)
         for start in range(0, stop, bs):
-            end = min(start + bs, n)
-            yield [t.index_select(0, by_device[str(t.device)][start:end]) for t in tensors]
+            # advanced indexing gathers whole rows (measured 4-5x faster than index_select here)
+            yield [t[by_device[str(t.device)][start:start + bs]] for t in tensors]
 
     def _iter_samples(self):
         ds = self.dataset

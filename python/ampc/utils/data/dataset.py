@@ -2,7 +2,7 @@
 random_split, with torch's behaviour and messages.
 
 TensorDataset and Subset also describe themselves as tensor columns (`_tensor_columns`), which
-lets DataLoader gather a whole batch with one index_select per tensor instead of building B
+lets DataLoader gather a whole batch with one indexing call per tensor instead of building B
 samples in Python and stacking them."""
 import bisect
 import math
@@ -91,7 +91,7 @@ class Subset(Dataset):
         if mine.numel() and (int(mine.min()) < -n or int(mine.max()) >= n):
             raise IndexError(f"Subset: an index is out of range for a dataset of {n} samples")
         mine = _C.where(mine < 0, mine + n, mine) if mine.numel() else mine
-        return tensors, (mine if inner is None else inner.index_select(0, mine))
+        return tensors, (mine if inner is None else inner[mine])
 
 
 class ConcatDataset(Dataset):

@@ -12,7 +12,6 @@ Lines that differ from the article, and why:
   meaningful on a CPU too;
 - the article leaves `create_model` and `train_loader` to the reader: create_model picks an
   ampc.models network by name (--model mlp, cnn, resnet18, resnet50)."""
-import argparse
 
 import ampc as torch
 from ampc.models import MLP, resnet18, resnet50

@@ -20,8 +20,9 @@ class PlainSGD:
 
     def step(self):
         self.steps += 1
-        for p in self.param_groups[0]["params"]:
-            p.sub_(p.grad * self.param_groups[0]["lr"])
+        with ampc.no_grad():  # as torch.optim: updating a leaf that requires grad needs no_grad
+            for p in self.param_groups[0]["params"]:
+                p.sub_(p.grad * self.param_groups[0]["lr"])
         return "stepped"
 
 

@@ -3,6 +3,7 @@
 pickle files (docs/checkpoint-format.md)."""
 import collections
 import io
+import json
 import os
 import pickle
 import struct
@@ -163,7 +164,7 @@ def test_corruption_is_detected_everywhere():
 
 def _forge(header_obj, data_bytes=b""):
     """A file with a valid preamble and CRC around an arbitrary header: what an attacker can write."""
-    header = __import__("json").dumps(header_obj).encode()
+    header = json.dumps(header_obj).encode()
     head = struct.pack("<8sIIQ", MAGIC, 1, zlib.crc32(header), len(header)) + header
     return head + b"\0" * (-len(head) % 64) + data_bytes
 
@@ -182,6 +183,16 @@ def test_forged_headers_are_rejected():
         _load_bytes(_forge({"root": {"$tensor": 0}, "tensors": [dict(entry, dtype="object")], "data_bytes": 16}, b"\0" * 16))
     with pytest.raises(ValueError, match="lacks root"):
         _load_bytes(_forge([1, 2]))
+    with pytest.raises(ValueError, match="malformed"):
+        _load_bytes(_forge({"root": None, "tensors": 5, "data_bytes": 0}))
+    with pytest.raises(ValueError, match="does not match its 0 bytes"):  # 2**62 * 4 elements must not wrap to 0
+        _load_bytes(_forge({"root": {"$tensor": 0}, "tensors": [dict(entry, shape=[2 ** 62, 4], nbytes=0)],
+                            "data_bytes": 16}, b"\0" * 16))
+    deep = "[" * 100000 + "]" * 100000
+    header = deep.encode()
+    head = struct.pack("<8sIIQ", MAGIC, 1, zlib.crc32(header), len(header)) + header
+    with pytest.raises(ValueError, match="not valid JSON|nests too deeply"):
+        _load_bytes(head)
 
 
 class _Boom:
@@ -195,6 +206,12 @@ def test_pickle_and_torch_files_are_refused_without_running_code():
             _load_bytes(pickle.dumps(_Boom(), protocol=proto))
     with pytest.raises(ValueError, match="zip archive"):
         _load_bytes(b"PK\x03\x04" + b"\0" * 100)
+    import torch  # the test oracle: a real torch.save checkpoint is refused, not unpickled
+
+    buf = io.BytesIO()
+    torch.save({"w": torch.ones(2)}, buf)
+    with pytest.raises(ValueError, match="torch.save checkpoint"):
+        _load_bytes(buf.getvalue())
     with pytest.raises(ValueError, match="not an ampc checkpoint"):
         _load_bytes(b"#!/bin/sh\necho hello world\n")
 

@@ -111,8 +111,12 @@ static ampc_tensor *cached_cast(const ampc_tensor *t, ampc_dtype to) {
 
 /* ---------------------------------------------------------------- op entry */
 
+/* Python numbers reach ops as wrapped 0-dim tensors; in PyTorch they are double (or not tensors
+ * at all, pow.Tensor_Scalar), so autocast never casts them: casting would also drop the wrapped
+ * flag and change the op's type promotion. */
 static bool eligible(const ampc_tensor *t, ampc_device_type dev) {
-    return t && t->device.type == (int)dev && ampc_dtype_is_floating(t->dtype) && t->dtype != AMPC_FLOAT64;
+    return t && !t->is_wrapped_number && t->device.type == (int)dev && ampc_dtype_is_floating(t->dtype) &&
+           t->dtype != AMPC_FLOAT64;
 }
 
 static const char banned_message[] =
@@ -126,11 +130,12 @@ int ampc_autocast_enter(ampc_autocast_op op, int n, const ampc_tensor *const *in
                         ampc_autocast_scope *ac) {
     ac->active = false;
     ac->n = 0;
-    if (excluded) return 0;
+    /* An explicit dtype= makes any op ineligible (PyTorch): the call runs as written. */
+    if (excluded || explicit_dtype) return 0;
     /* The region's device type: that of the first tensor input with autocast on for it. */
     int dev = -1;
     for (int i = 0; i < n && dev < 0; i++)
-        if (inputs[i] && enabled[inputs[i]->device.type]) dev = inputs[i]->device.type;
+        if (inputs[i] && !inputs[i]->is_wrapped_number && enabled[inputs[i]->device.type]) dev = inputs[i]->device.type;
     if (dev < 0) return 0;
     ampc_autocast_policy policy = op_policies[op];
     ampc_dtype to;
@@ -138,18 +143,24 @@ int ampc_autocast_enter(ampc_autocast_op op, int n, const ampc_tensor *const *in
     case AMPC_AC_POLICY_LOWER: to = fast_dtype[dev]; break;
     case AMPC_AC_POLICY_FP32: to = AMPC_FLOAT32; break;
     case AMPC_AC_POLICY_FP32_DTYPE:
-        /* only when the first argument is eligible and no dtype was given */
-        if (explicit_dtype || !eligible(inputs[0], (ampc_device_type)dev)) return 0;
+        /* only when the first argument is eligible */
+        if (!eligible(inputs[0], (ampc_device_type)dev)) return 0;
         to = AMPC_DTYPE_UNDEFINED;
         break;
-    case AMPC_AC_POLICY_PROMOTE: {
-        to = AMPC_DTYPE_UNDEFINED;
-        for (int i = 0; i < n; i++)
-            if (eligible(inputs[i], (ampc_device_type)dev))
-                to = (to == AMPC_DTYPE_UNDEFINED || to == inputs[i]->dtype) ? inputs[i]->dtype : AMPC_FLOAT32;
-        if (to == AMPC_DTYPE_UNDEFINED) return 0;
+    case AMPC_AC_POLICY_PROMOTE:
+        /* PyTorch's promote_type: start from the region's dtype; any fp32 input wins; another
+         * lower-precision type (bf16 in an fp16 region) is an error there too. */
+        to = fast_dtype[dev];
+        for (int i = 0; i < n; i++) {
+            if (!eligible(inputs[i], (ampc_device_type)dev) || inputs[i]->dtype == to) continue;
+            if (to == AMPC_FLOAT32 || inputs[i]->dtype == AMPC_FLOAT32) {
+                to = AMPC_FLOAT32;
+            } else {
+                ampc_set_error(AMPC_E_RUNTIME, "Unexpected floating ScalarType in at::autocast::prioritize");
+                return -1;
+            }
+        }
         break;
-    }
     case AMPC_AC_POLICY_BANNED:
         if (dev == AMPC_CUDA) {
             ampc_set_error(AMPC_E_RUNTIME, "%s", banned_message);
@@ -183,6 +194,31 @@ int ampc_autocast_enter(ampc_autocast_op op, int n, const ampc_tensor *const *in
     ac->active = true;
     excluded++;
     return 1;
+}
+
+/* Rows of ops.def ops, matched by name and built on the first lookup inside a region. Racing
+ * builders store identical values, atomically. */
+static int8_t row_of_op[AMPC_NUM_OPS];
+static int row_map_ready;
+
+static int autocast_row_of(ampc_op op) {
+    if (!__atomic_load_n(&row_map_ready, __ATOMIC_ACQUIRE)) {
+        for (int o = 0; o < AMPC_NUM_OPS; o++)
+            __atomic_store_n(&row_of_op[o], (int8_t)ampc_autocast_find_op(ampc_op_name((ampc_op)o)), __ATOMIC_RELAXED);
+        __atomic_store_n(&row_map_ready, 1, __ATOMIC_RELEASE);
+    }
+    return (unsigned)op < AMPC_NUM_OPS ? __atomic_load_n(&row_of_op[op], __ATOMIC_RELAXED) : -1;
+}
+
+int ampc_autocast_enter_op(ampc_op op, int n, const ampc_tensor *const *inputs, bool explicit_dtype,
+                           ampc_autocast_scope *ac) {
+    ac->active = false;
+    ac->n = 0;
+    bool any_on = false;
+    for (int d = 0; d < AMPC_NUM_DEVICE_TYPES; d++) any_on |= enabled[d];
+    if (!any_on || excluded) return 0;
+    int row = autocast_row_of(op);
+    return row < 0 ? 0 : ampc_autocast_enter((ampc_autocast_op)row, n, inputs, explicit_dtype, ac);
 }
 
 void *ampc_autocast_exit(ampc_autocast_scope *ac, void *result) {

@@ -17,6 +17,7 @@
 #ifndef AMPC_AUTOCAST_H
 #define AMPC_AUTOCAST_H
 
+#include "dispatch.h"
 #include "tensor.h"
 
 #ifdef __cplusplus
@@ -73,6 +74,10 @@ typedef struct ampc_autocast_scope {
 int ampc_autocast_enter(ampc_autocast_op op, int n, const ampc_tensor *const *inputs, bool explicit_dtype,
                          ampc_autocast_scope *ac);
 void *ampc_autocast_exit(ampc_autocast_scope *ac, void *result);
+/* enter() for an ops.def op: its row by name, 0 when it has none (and, cheaply, when autocast is
+ * off everywhere). */
+int ampc_autocast_enter_op(ampc_op op, int n, const ampc_tensor *const *inputs, bool explicit_dtype,
+                           ampc_autocast_scope *ac);
 /* Status-returning variant of exit for frontends that return ampc_status. */
 ampc_status ampc_autocast_exit_status(ampc_autocast_scope *ac, ampc_status st);
 

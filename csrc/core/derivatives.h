@@ -115,12 +115,13 @@ ampc_tensor *ampc_ad_clone(const ampc_tensor *t);
 
 /* ------------------------------------------------------------------ frontends' recording path
  *
- * A differentiable frontend starts with one line,
+ * Where a frontend is built from other frontends (views, casts, copies), it hands the call over
+ * when an input requires grad:
  *     if (ampc_any_requires_grad(2, (const ampc_tensor *[]){a, b})) return ampc_ad_binary(op, a, b, alpha);
- * and ampc_ad_<frontend> (same arguments) calls the frontend again with recording paused (so the
- * views, casts and copies it makes inside record nothing), then records the one node of the op.
- * In-place forms first check the leaf rules and keep a copy of the old value when the rule
- * needs it. */
+ * and ampc_ad_<frontend> (same arguments) calls it again with recording paused, so what it does
+ * inside records nothing, then records the op's one node. In-place forms first check the leaf
+ * rules and keep a copy of the old value when the rule needs it. (reduce.c, linalg.c and most of
+ * index.c call the ampc_ad_record_* functions above directly instead.) */
 
 /* elementwise.c */
 ampc_tensor *ampc_ad_unary(ampc_op op, const ampc_tensor *a);
@@ -132,45 +133,9 @@ ampc_tensor *ampc_ad_where(const ampc_tensor *cond, const ampc_tensor *a, const 
 ampc_status ampc_ad_binary_(ampc_op op, ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha);
 ampc_status ampc_ad_unary_(ampc_op op, ampc_tensor *a);
 ampc_status ampc_ad_clamp_(ampc_tensor *a, ampc_scalar min, ampc_scalar max);
-/* reduce.c */
-ampc_tensor *ampc_ad_reduce(ampc_op op, const ampc_tensor *a, int n_dims, const int64_t *dims, bool keepdim,
-                            ampc_dtype dtype);
-ampc_tensor *ampc_ad_var(const ampc_tensor *a, int n_dims, const int64_t *dims, double correction, bool keepdim,
-                         bool take_sqrt);
-ampc_tensor *ampc_ad_norm(const ampc_tensor *a, double p, int n_dims, const int64_t *dims, bool keepdim);
-ampc_status ampc_ad_max_min_dim(ampc_op op, const ampc_tensor *a, int64_t dim, bool keepdim, ampc_tensor **values,
-                                ampc_tensor **indices);
-ampc_tensor *ampc_ad_cumsum(const ampc_tensor *a, int64_t dim, ampc_dtype dtype);
-/* linalg.c */
-ampc_tensor *ampc_ad_mm(const ampc_tensor *a, const ampc_tensor *b);
-ampc_tensor *ampc_ad_bmm(const ampc_tensor *a, const ampc_tensor *b);
-ampc_tensor *ampc_ad_matmul(const ampc_tensor *a, const ampc_tensor *b);
-ampc_tensor *ampc_ad_dot(const ampc_tensor *a, const ampc_tensor *b);
-ampc_tensor *ampc_ad_mv(const ampc_tensor *a, const ampc_tensor *v);
-ampc_tensor *ampc_ad_addmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b, double beta, double alpha);
-ampc_tensor *ampc_ad_baddbmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b, double beta,
-                             double alpha);
 /* index.c */
-ampc_tensor *ampc_ad_index_select(const ampc_tensor *a, int64_t dim, const ampc_tensor *index);
-ampc_tensor *ampc_ad_gather(const ampc_tensor *a, int64_t dim, const ampc_tensor *index);
-ampc_tensor *ampc_ad_scatter_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src);
-ampc_status ampc_ad_scatter_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src);
-ampc_tensor *ampc_ad_index_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
-                               double alpha);
-ampc_status ampc_ad_index_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
-                               double alpha);
-ampc_tensor *ampc_ad_masked_fill(const ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value);
-ampc_status ampc_ad_masked_fill_(ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value);
-ampc_tensor *ampc_ad_index(const ampc_tensor *a, int n_idx, const ampc_tensor *const *indices);
-ampc_status ampc_ad_index_put_(ampc_tensor *a, int n_idx, const ampc_tensor *const *indices, const ampc_tensor *values,
-                               bool accumulate);
 ampc_tensor *ampc_ad_cat(int n, const ampc_tensor *const *ts, int64_t dim);
 ampc_tensor *ampc_ad_stack(int n, const ampc_tensor *const *ts, int64_t dim);
-ampc_tensor **ampc_ad_split(const ampc_tensor *a, int64_t split_size, int64_t dim, int64_t *n);
-ampc_tensor **ampc_ad_split_with_sizes(const ampc_tensor *a, int n_sizes, const int64_t *sizes, int64_t dim,
-                                       int64_t *n);
-ampc_tensor **ampc_ad_chunk(const ampc_tensor *a, int64_t chunks, int64_t dim, int64_t *n);
-ampc_tensor **ampc_ad_unbind(const ampc_tensor *a, int64_t dim, int64_t *n);
 /* tensor.c: views, copies, casts */
 ampc_tensor *ampc_ad_view(const ampc_tensor *t, int ndim, const int64_t *shape);
 ampc_tensor *ampc_ad_reshape(const ampc_tensor *t, int ndim, const int64_t *shape);

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "derivatives.h"
 #include "ops.h"
 
@@ -543,6 +544,9 @@ static bool tracks_grad(int n, const ampc_tensor *a, const ampc_tensor *b, const
 }
 
 ampc_tensor *ampc_unary(ampc_op op, const ampc_tensor *a) {
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter_op(op, 1, &a, false, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_unary(op, ac.t[0]));
     if (!check_kind(op, AMPC_KIND_UNARY, AMPC_KIND_UNARY, "ampc_unary")) return NULL;
     if (tracks_grad(1, a, NULL, NULL)) return ampc_ad_unary(op, a);
     ew_call c = make_call(op, 1, a, NULL, NULL);
@@ -592,6 +596,9 @@ ampc_tensor *ampc_gelu(const ampc_tensor *a, bool tanh_approximation) {
 }
 
 ampc_tensor *ampc_softplus(const ampc_tensor *a, double beta, double threshold) {
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter(AMPC_AC_SOFTPLUS, 1, &a, false, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_softplus(ac.t[0], beta, threshold));
     if (tracks_grad(1, a, NULL, NULL)) return ampc_ad_softplus(a, beta, threshold);
     ew_call c = make_call(AMPC_OP_SOFTPLUS, 1, a, NULL, NULL);
     c.params[0] = ampc_scalar_float(beta);
@@ -626,6 +633,9 @@ static bool binary_call(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, 
 }
 
 ampc_tensor *ampc_binary(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha) {
+    ampc_autocast_scope ac; /* pow (fp32), atan2 (promote) */
+    int acr = ampc_autocast_enter_op(op, 2, (const ampc_tensor *[]){a, b}, false, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_binary(op, ac.t[0], ac.t[1], alpha));
     ew_call c;
     if (!binary_call(op, a, b, alpha, 0, &c)) return NULL;
     if (tracks_grad(2, a, b, NULL)) return ampc_ad_binary(op, a, b, alpha);

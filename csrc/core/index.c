@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "autograd.h"
 #include "derivatives.h"
 #include "ops.h"
@@ -273,6 +274,9 @@ ampc_status ampc_scatter_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *in
 }
 
 ampc_tensor *ampc_scatter_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src) {
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter(AMPC_AC_SCATTER_ADD, 2, (const ampc_tensor *[]){a, src}, false, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_scatter_add(ac.t[0], dim, index, ac.t[1]));
     ampc_tensor *out = ampc_clone(a);
     if (out && scatter_add_into(out, dim, index, src) != AMPC_OK) {
         ampc_tensor_decref(out);
@@ -653,6 +657,9 @@ ampc_status ampc_index_put_(ampc_tensor *a, int n_idx, const ampc_tensor *const 
 
 ampc_tensor *ampc_index_put(const ampc_tensor *a, int n_idx, const ampc_tensor *const *indices,
                             const ampc_tensor *values, bool accumulate) {
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter(AMPC_AC_INDEX_PUT, 2, (const ampc_tensor *[]){a, values}, false, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_index_put(ac.t[0], n_idx, indices, ac.t[1], accumulate));
     /* a differentiable clone, then the in-place op on it: IndexPutBackward0 over CloneBackward0 */
     ampc_tensor *out = ampc_ad_clone(a);
     if (out && ampc_index_put_(out, n_idx, indices, values, accumulate) != AMPC_OK) {

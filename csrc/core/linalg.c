@@ -212,6 +212,9 @@ ampc_tensor *ampc_baddbmm(const ampc_tensor *c, const ampc_tensor *a, const ampc
 }
 
 ampc_tensor *ampc_dot(const ampc_tensor *a, const ampc_tensor *b) {
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter(AMPC_AC_DOT, 2, (const ampc_tensor *[]){a, b}, false, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_dot(ac.t[0], ac.t[1]));
     if (a->ndim != 1 || b->ndim != 1) {
         ampc_set_error(AMPC_E_RUNTIME, "dot: 1D tensors expected, but got %dD and %dD tensors", a->ndim, b->ndim);
         return NULL;

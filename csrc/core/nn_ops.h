@@ -37,8 +37,6 @@ ampc_tensor *ampc_conv2d(const ampc_tensor *input, const ampc_tensor *weight, co
                          const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2], int64_t groups);
 ampc_tensor *ampc_conv1d(const ampc_tensor *input, const ampc_tensor *weight, const ampc_tensor *bias, int64_t stride,
                          int64_t padding, int64_t dilation, int64_t groups);
-/* padding="same": pad_lo/pad_hi for a kernel of size k (dilation d, stride 1 required). */
-void ampc_conv_same_padding(int64_t k, int64_t d, int64_t *lo, int64_t *hi);
 /* Grads of the outputs asked for (need[0..2]: input, weight, bias); others set to NULL. */
 ampc_status ampc_convolution_backward(const ampc_tensor *grad_out, const ampc_tensor *input, const ampc_tensor *weight,
                                       const ampc_conv_params *p, const bool need[3], ampc_tensor **grad_input,

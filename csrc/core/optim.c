@@ -104,6 +104,14 @@ static ampc_status check_args(const optim_layout *L, const ampc_optim_tensors *t
     return AMPC_OK;
 }
 
+/* The same memory as `t` without its autograd identity: the optimizer writes parameters as data,
+ * outside any graph (PyTorch steps under no_grad), so copies here must not go through autograd. */
+static ampc_tensor *raw_view(const ampc_tensor *t) {
+    ampc_tensor *v = ampc_tensor_from_storage(t->storage, t->offset, t->ndim, t->shape, t->strides, t->dtype);
+    if (v) v->device = t->device;
+    return v;
+}
+
 static ampc_status fused_step(const optim_layout *L, const ampc_optim_tensors *t, const void *options) {
     if (t->n < 0) return ampc_set_error(AMPC_E_VALUE, "%s: negative parameter count %d", ampc_op_name(L->op), t->n);
     if (t->n == 0) return AMPC_OK;
@@ -131,8 +139,13 @@ static ampc_status fused_step(const optim_layout *L, const ampc_optim_tensors *t
     }
     ampc_status st = AMPC_OK;
     for (size_t k = 0; k < total && st == AMPC_OK; k++) {
-        if (!orig[k]) continue;
-        slots[k] = ampc_is_contiguous(orig[k]) ? orig[k] : ampc_contiguous(orig[k]);
+        if (!orig[k] || ampc_is_contiguous(orig[k])) {
+            slots[k] = orig[k];
+            continue;
+        }
+        ampc_tensor *raw = raw_view(orig[k]);
+        slots[k] = raw ? ampc_contiguous(raw) : NULL;
+        ampc_tensor_decref(raw);
         if (!slots[k]) st = ampc_last_status();
     }
     if (st == AMPC_OK) {
@@ -154,7 +167,11 @@ static ampc_status fused_step(const optim_layout *L, const ampc_optim_tensors *t
         bool grad_slot = k % AMPC_OPTIM_SLOTS == AMPC_OPTIM_SLOT_GRAD;
         bool written = orig[k] && (!grad_slot || t->grad_scale);
         if (slots[k] && slots[k] != orig[k]) {
-            if (st == AMPC_OK && written) st = ampc_copy_(orig[k], slots[k]);
+            if (st == AMPC_OK && written) {
+                ampc_tensor *raw = raw_view(orig[k]);
+                st = raw ? ampc_copy_(raw, slots[k]) : ampc_last_status();
+                ampc_tensor_decref(raw);
+            }
             ampc_tensor_decref(slots[k]);
         }
         if (st == AMPC_OK && written) orig[k]->storage->version++;

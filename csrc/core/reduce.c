@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "derivatives.h"
 #include "ops.h"
 
@@ -153,6 +154,9 @@ static ampc_tensor *reduce_one(ampc_op op, const ampc_tensor *a, const bool *mas
 
 ampc_tensor *ampc_reduce(ampc_op op, const ampc_tensor *a, int n_dims, const int64_t *dims, bool keepdim,
                          ampc_dtype dtype) {
+    ampc_autocast_scope ac; /* sum, prod: fp32 through dtype (no copy); logsumexp: fp32 */
+    int acr = ampc_autocast_enter_op(op, 1, &a, dtype != AMPC_DTYPE_UNDEFINED, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_reduce(op, ac.t[0], n_dims, dims, keepdim, ac.dtype));
     /* max()/min() over dims without indices are amax/amin under their own names. */
     const char *name = ampc_op_name(op);
     ampc_op kernel_op = op == AMPC_OP_MAX_DIM ? AMPC_OP_AMAX : op == AMPC_OP_MIN_DIM ? AMPC_OP_AMIN : op;
@@ -238,6 +242,9 @@ ampc_tensor *ampc_norm(const ampc_tensor *a, double p, int n_dims, const int64_t
 
 ampc_tensor *ampc_vector_norm(const ampc_tensor *a, double p, int n_dims, const int64_t *dims, bool keepdim,
                               ampc_dtype dtype) {
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter(AMPC_AC_NORM, 1, &a, dtype != AMPC_DTYPE_UNDEFINED, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_vector_norm(ac.t[0], p, n_dims, dims, keepdim, dtype));
     bool mask[AMPC_MAX_DIMS];
     if (reduced_dims_mask("linalg.vector_norm", a, n_dims, dims, mask) != AMPC_OK) return NULL;
     if (!ampc_dtype_is_floating(a->dtype)) {
@@ -331,6 +338,9 @@ ampc_tensor *ampc_arg_reduce(ampc_op op, const ampc_tensor *a, bool has_dim, int
 }
 
 ampc_tensor *ampc_cumsum(const ampc_tensor *a, int64_t dim, ampc_dtype dtype) {
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter(AMPC_AC_CUMSUM, 1, &a, dtype != AMPC_DTYPE_UNDEFINED, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_cumsum(ac.t[0], dim, ac.dtype));
     int d;
     if (ampc_wrap_dim("cumsum", dim, a->ndim, &d) != AMPC_OK) return NULL;
     if (dtype != AMPC_DTYPE_UNDEFINED && !ampc_dtype_is_valid(dtype)) {

@@ -276,8 +276,8 @@ static ampc_status make_kernel(ampc_op op, const ampc_kernel_args *a, rkernel *k
     k->col_step = k->int_acc ? f->col_i : f->col_d;
     k->col_finish = f->col_finish;
     /* The frontends only send combinations that have loops; refuse the rest rather than crash. */
-    bool have = k->row && (k->int_acc ? k->fi != NULL : k->fd != NULL) &&
-                (f != &family_moments && f != &family_lse ? true : k->fd2 != NULL);
+    bool two_pass = f == &family_moments || f == &family_lse;
+    bool have = k->row && (k->int_acc ? k->fi != NULL : k->fd != NULL) && (!two_pass || k->fd2 != NULL);
     if (!have)
         return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"%s_cpu\" not implemented for '%s'", ampc_op_name(op),
                               ampc_dtype_name(in));

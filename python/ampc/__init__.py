@@ -4,8 +4,14 @@
 and the creation functions live in the compiled module ampc._C; this file re-exports them and
 the Python subpackages (amp, cuda, cpu, nn, random), as `import torch` does.
 """
-from . import _C
-from ._C import *  # noqa: F401,F403  (every function of every area's module table)
+import os as _os
+
+# ampc's OpenMP kernels share a few cores with OpenBLAS and with the Python thread: spinning idle
+# threads (GOMP's default) collapse throughput when the machine is busy. Users can still override.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from . import _C  # noqa: E402
+from ._C import *  # noqa: E402,F401,F403  (every function of every area's module table)
 from ._C import Size, Tensor, device, dtype  # noqa: F401
 from ._C import (  # noqa: F401  dtype objects and their aliases
     bfloat16, bool, double, float, float16, float32, float64, half, int, int32, int64, long, uint8,

@@ -15,6 +15,7 @@ object. Views are saved as their own data (torch would keep the shared storage).
 import base64
 import collections
 import json
+import math
 import os
 import struct
 import sys
@@ -173,7 +174,8 @@ def _check_magic(data):
         raise _corrupt("this is a zip archive (a torch.save checkpoint?); ampc does not read pickle-based "
                        "checkpoints because unpickling can execute code. Convert it with torch: save "
                        "its tensors with safetensors or as numpy arrays, then ampc.save them")
-    if head[:1] in (b"\x80", b"(", b"c", b"]", b"}"):
+    # protocol 2+ starts with PROTO (0x80); protocols 0/1 start with an opcode and end with STOP (".")
+    if head[:1] == b"\x80" or (head[:1] in (b"(", b"c", b"]", b"}") and bytes(data[-1:]) == b"."):
         raise _corrupt("the file holds pickle data, which ampc refuses to load (unpickling can execute code)")
     if len(data) < _PREAMBLE.size or head != MAGIC:
         raise _corrupt(f"not an ampc checkpoint (magic {head!r}, expected {MAGIC!r})")
@@ -192,10 +194,12 @@ def _parse_header(data):
         raise _corrupt("header checksum mismatch: the file is corrupted")
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise _corrupt(f"header is not valid JSON ({e}): the file is corrupted") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise _corrupt(f"header is not valid JSON ({type(e).__name__}): the file is corrupted") from None
     if not isinstance(header, dict) or not {"root", "tensors", "data_bytes"} <= header.keys():
         raise _corrupt("header lacks root/tensors/data_bytes: the file is corrupted")
+    if not isinstance(header["tensors"], list) or not isinstance(header["data_bytes"], int) or header["data_bytes"] < 0:
+        raise _corrupt("header's tensors/data_bytes are malformed: the file is corrupted")
     data_start = -(-end // ALIGN) * ALIGN
     need = data_start + int(header["data_bytes"])
     if len(data) < need:
@@ -224,7 +228,7 @@ class _Reader:
             raise _corrupt(f"tensor #{index} ({path}) has a malformed description") from None
         if name not in _DTYPES:
             raise _corrupt(f"tensor #{index} ({path}) has unknown dtype {name!r}")
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        count = math.prod(shape)  # Python ints: a forged huge shape cannot wrap around
         if any(s < 0 for s in shape) or count * _DTYPES[name][1] != nbytes:
             raise _corrupt(f"tensor #{index} ({path}): shape {shape} of {name} does not match its {nbytes} bytes")
         if offset < 0 or offset + nbytes > self.data_bytes:

@@ -40,11 +40,12 @@ class Adadelta(Optimizer):
     def _init_param_state(self, state, p, group, master):
         if "step" not in state:
             state["step"] = self._zero_step(p)
+            self._note_created(state)
             state["square_avg"] = self._zeros_state(p, master)
             state["acc_delta"] = self._zeros_state(p, master)
 
     def step(self, closure=None):
-        loss = self._closure_loss(closure)
+        loss = self._begin_step(closure)
         amp_cache = {}
         for group in self.param_groups:
             for (device, _, _), t in self._fused_lists(group, ["square_avg", "acc_delta"]).items():
@@ -53,4 +54,5 @@ class Adadelta(Optimizer):
                                     lr=_to_float(group["lr"]), rho=float(group["rho"]), eps=float(group["eps"]),
                                     weight_decay=_to_float(group["weight_decay"]), maximize=bool(group["maximize"]),
                                     masters=t["masters"], grad_scale=grad_scale, found_inf=found_inf)
+        self._end_step()
         return loss

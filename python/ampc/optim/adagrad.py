@@ -54,7 +54,7 @@ class Adagrad(Optimizer):
             state["sum"] = _C.full_like(p, init, dtype=_C.float32 if master else p.dtype)
 
     def step(self, closure=None):
-        loss = self._closure_loss(closure)
+        loss = self._begin_step(closure)
         amp_cache = {}
         for group in self.param_groups:
             for (device, _, _), t in self._fused_lists(group, ["sum"]).items():
@@ -63,4 +63,5 @@ class Adagrad(Optimizer):
                                    lr_decay=float(group["lr_decay"]), weight_decay=_to_float(group["weight_decay"]),
                                    eps=float(group["eps"]), maximize=bool(group["maximize"]), masters=t["masters"],
                                    grad_scale=grad_scale, found_inf=found_inf)
+        self._end_step()
         return loss

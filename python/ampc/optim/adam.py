@@ -53,13 +53,14 @@ class Adam(Optimizer):
     def _init_param_state(self, state, p, group, master):
         if "step" not in state:
             state["step"] = self._zero_step(p)
+            self._note_created(state)
             state["exp_avg"] = self._zeros_state(p, master)
             state["exp_avg_sq"] = self._zeros_state(p, master)
         if group["amsgrad"] and "max_exp_avg_sq" not in state:
             state["max_exp_avg_sq"] = self._zeros_state(p, master)
 
     def step(self, closure=None):
-        loss = self._closure_loss(closure)
+        loss = self._begin_step(closure)
         amp_cache = {}
         for group in self.param_groups:
             amsgrad = bool(group["amsgrad"])
@@ -73,4 +74,5 @@ class Adam(Optimizer):
                                 amsgrad=amsgrad, maximize=bool(group["maximize"]),
                                 decoupled_weight_decay=bool(group["decoupled_weight_decay"]), masters=t["masters"],
                                 grad_scale=grad_scale, found_inf=found_inf)
+        self._end_step()
         return loss

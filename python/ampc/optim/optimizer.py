@@ -188,7 +188,14 @@ class Optimizer:
     def _export_state(self, param, state):
         """The state of one parameter as state_dict() shows it: ampc's private bookkeeping (keys
         starting with "_") stays out, so the layout is PyTorch's. The tensors are the live state,
-        not copies, as in PyTorch."""
+        not copies, as in PyTorch. State created by a step that the GradScaler may have skipped on
+        the device is shown only once its counter says an update happened (one host read, here
+        and not in step()): PyTorch would have no state for a parameter that never stepped."""
+        if state.get("_unconfirmed"):
+            counter = state.get(self._counter_key)
+            if counter is not None and counter.item() == 0:
+                return {}
+            del state["_unconfirmed"]
         return {k: v for k, v in state.items() if not (isinstance(k, str) and k.startswith("_"))}
 
     def state_dict(self):
@@ -373,6 +380,26 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     # ------------------------------------------------------------------ the fused step (ampc)
+    # The state key of the device-side counter that tells whether a parameter was ever updated.
+    _counter_key = "step"
+
+    def _note_created(self, state):
+        """Marks state created during this step: if the step may be skipped on the device, whether
+        it was is only known there (see _export_state)."""
+        state["_unconfirmed"] = True
+        self._created_this_step.append(state)
+
+    def _begin_step(self, closure):
+        self._created_this_step = []
+        return self._closure_loss(closure)
+
+    def _end_step(self):
+        """A step without found_inf cannot have been skipped: its new state is confirmed."""
+        if getattr(self, "found_inf", None) is None:
+            for state in self._created_this_step:
+                state.pop("_unconfirmed", None)
+        self._created_this_step = []
+
     def _uses_master(self, group, p):
         return bool(group.get("master_weights", False)) and p.dtype in _LOW_PRECISION
 

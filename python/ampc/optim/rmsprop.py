@@ -44,6 +44,7 @@ class RMSprop(Optimizer):
     def _init_param_state(self, state, p, group, master):
         if "step" not in state:
             state["step"] = self._zero_step(p)
+            self._note_created(state)
             state["square_avg"] = self._zeros_state(p, master)
         if group["momentum"] > 0 and "momentum_buffer" not in state:
             state["momentum_buffer"] = self._zeros_state(p, master)
@@ -51,7 +52,7 @@ class RMSprop(Optimizer):
             state["grad_avg"] = self._zeros_state(p, master)
 
     def step(self, closure=None):
-        loss = self._closure_loss(closure)
+        loss = self._begin_step(closure)
         amp_cache = {}
         for group in self.param_groups:
             momentum = group["momentum"] > 0
@@ -65,4 +66,5 @@ class RMSprop(Optimizer):
                                    weight_decay=_to_float(group["weight_decay"]), momentum=float(group["momentum"]),
                                    centered=centered, maximize=bool(group["maximize"]), masters=t["masters"],
                                    grad_scale=grad_scale, found_inf=found_inf)
+        self._end_step()
         return loss

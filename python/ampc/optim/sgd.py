@@ -5,7 +5,7 @@ PyTorch creates the momentum buffer from the first gradient. A step the GradScal
 device cannot know on the host whether that happened, so ampc creates the buffer up front and keeps
 a private per-parameter counter of momentum updates on the device (state["_momentum_steps"]); the
 kernel treats a counter of 0 as the first step. state_dict() shows PyTorch's layout: the buffer
-appears once a momentum update really happened.
+appears once a momentum update really happened (Optimizer._export_state).
 """
 from .. import _C
 from .optimizer import Optimizer, _to_float
@@ -45,47 +45,32 @@ class SGD(Optimizer):
             group.setdefault("fused", False)
             group.setdefault("master_weights", False)
 
+    _counter_key = "_momentum_steps"
+
     def _init_param_state(self, state, p, group, master):
         if group["momentum"] != 0 and "momentum_buffer" not in state:
             state["momentum_buffer"] = self._zeros_state(p, master)
             state["_momentum_steps"] = self._zero_step(p)
-            # Not yet known to hold a real update: state_dict() checks the counter until a step
-            # that cannot have been skipped confirms it.
-            state["_momentum_unconfirmed"] = True
-            self._created.append(state)
-
-    def _export_state(self, param, state):
-        if state.get("_momentum_unconfirmed"):
-            if state["_momentum_steps"].item() == 0:  # the first step was skipped: PyTorch has no buffer
-                return {k: v for k, v in super()._export_state(param, state).items() if k != "momentum_buffer"}
-            del state["_momentum_unconfirmed"]
-        return super()._export_state(param, state)
+            self._note_created(state)
 
     def _restore_state(self, param, state, group):
         super()._restore_state(param, state, group)
         if "momentum_buffer" in state:
             state["_momentum_steps"] = _C.ones((), dtype=_C.float32, device=param.device)
-        state.pop("_momentum_unconfirmed", None)
 
     def step(self, closure=None):
-        loss = self._closure_loss(closure)
+        loss = self._begin_step(closure)
         amp_cache = {}
         for group in self.param_groups:
             with_momentum = group["momentum"] != 0
-            self._created = []
             lists = self._fused_lists(group, ["momentum_buffer"] if with_momentum else [],
                                       step_key="_momentum_steps" if with_momentum else None)
-            skippable = False
             for (device, _, _), t in lists.items():
                 grad_scale, found_inf = self._amp_tensors(device, amp_cache)
-                skippable |= found_inf is not None
                 _C._fused_sgd_(t["params"], t["grads"], t.get("momentum_buffer"), t["steps"],
                                lr=_to_float(group["lr"]), momentum=float(group["momentum"]),
                                dampening=float(group["dampening"]), weight_decay=_to_float(group["weight_decay"]),
                                nesterov=bool(group["nesterov"]), maximize=bool(group["maximize"]),
                                masters=t["masters"], grad_scale=grad_scale, found_inf=found_inf)
-            if not skippable:
-                for state in self._created:
-                    del state["_momentum_unconfirmed"]
-            self._created = []
+        self._end_step()
         return loss

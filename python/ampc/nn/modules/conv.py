@@ -11,12 +11,6 @@ from .module import Module
 __all__ = ["Conv1d", "Conv2d"]
 
 
-def _ntuple(x, n):
-    if isinstance(x, (list, tuple)):
-        return tuple(x) if len(x) != 1 else tuple(x) * n
-    return (x,) * n
-
-
 class _ConvNd(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, transposed,
                  output_padding, groups, bias, padding_mode, device=None, dtype=None):
@@ -88,9 +82,10 @@ class Conv1d(_ConvNd):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 1), _ntuple(stride, 1),
-                         padding if isinstance(padding, str) else _ntuple(padding, 1), _ntuple(dilation, 1), False,
-                         (0,), groups, bias, padding_mode, device, dtype)
+        super().__init__(in_channels, out_channels, F._ntuple(kernel_size, 1, "kernel_size"),
+                         F._ntuple(stride, 1, "stride"),
+                         padding if isinstance(padding, str) else F._ntuple(padding, 1, "padding"),
+                         F._ntuple(dilation, 1, "dilation"), False, (0,), groups, bias, padding_mode, device, dtype)
 
     def forward(self, input):
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
@@ -101,9 +96,10 @@ class Conv2d(_ConvNd):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 2), _ntuple(stride, 2),
-                         padding if isinstance(padding, str) else _ntuple(padding, 2), _ntuple(dilation, 2), False,
-                         (0, 0), groups, bias, padding_mode, device, dtype)
+        super().__init__(in_channels, out_channels, F._ntuple(kernel_size, 2, "kernel_size"),
+                         F._ntuple(stride, 2, "stride"),
+                         padding if isinstance(padding, str) else F._ntuple(padding, 2, "padding"),
+                         F._ntuple(dilation, 2, "dilation"), False, (0, 0), groups, bias, padding_mode, device, dtype)
 
     def forward(self, input):
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)

@@ -40,8 +40,11 @@ class RemovableHandle:
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = RemovableHandle._next_id
         RemovableHandle._next_id += 1
-        extras = extra_dict if isinstance(extra_dict, (list, tuple)) else ([extra_dict] if extra_dict is not None else [])
-        self.extra_dict_ref = tuple(weakref.ref(d) for d in extras)
+        if extra_dict is None:
+            extra_dict = []
+        elif not isinstance(extra_dict, (list, tuple)):
+            extra_dict = [extra_dict]
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
 
     def remove(self):
         for ref in (self.hooks_dict_ref,) + self.extra_dict_ref:

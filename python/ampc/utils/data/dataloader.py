@@ -14,6 +14,7 @@ memory is already what the device copy reads, so there is nothing to pin.
 """
 import collections.abc
 import re
+import warnings
 
 import numpy as np
 
@@ -99,6 +100,8 @@ def default_collate(batch):
 class DataLoader:
     """Iterates over a dataset in batches. Arguments as torch's DataLoader."""
 
+    _warned_workers = False  # the in-process note for num_workers > 0 is given once per process
+
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
@@ -112,6 +115,10 @@ class DataLoader:
                              "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
+        if num_workers > 0 and not DataLoader._warned_workers:
+            DataLoader._warned_workers = True
+            warnings.warn(f"DataLoader(num_workers={num_workers}): ampc loads batches in the main process; "
+                          "the batches and their order are the same as with workers", stacklevel=2)
         self.dataset = dataset
         self.num_workers = num_workers
         self.pin_memory = pin_memory

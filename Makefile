@@ -31,10 +31,10 @@ ctest: build/ctest/ampc_ctest
 	OMP_NUM_THREADS=2 build/ctest/ampc_ctest
 
 pytest: build
-	$(PYTHON_CMD) -m pytest tests -q
+	PYTHONPATH=python $(PYTHON_CMD) -m pytest tests -q
 
 test: ctest build
-	$(PYTHON_CMD) -m pytest tests -q
+	PYTHONPATH=python $(PYTHON_CMD) -m pytest tests -q
 
 demo: build
 	@EXTRAS=demo tools/setup-env.sh >/dev/null

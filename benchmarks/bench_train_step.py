@@ -212,6 +212,7 @@ def piece_cases(lib, F, amp, batch, rng_seed=0):
     params = list(model.parameters())
     grads = [lib.from_numpy(nd(*p.shape) * 1e-3) for p in params]
     opt = lib.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    scaler.scale(lib.ones(()))  # the scaler's lazy state, as the step's scale(loss) makes it
 
     def opt_step():
         for p, g in zip(params, grads):

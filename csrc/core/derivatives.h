@@ -31,15 +31,13 @@
 ampc_status ampc_ad_record_unary(ampc_op op, const ampc_tensor *a, ampc_tensor *out, const ampc_scalar *params);
 ampc_status ampc_ad_record_binary(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha,
                                   ampc_tensor *out);
-/* In-place a op= b, recorded after the op. `a_before` is a copy of a's old value, needed only
- * when ampc_ad_binary_needs_self() says so (else NULL). `a` is input 0 and the output. */
-bool ampc_ad_binary_needs_self(ampc_op op, const ampc_tensor *a, const ampc_tensor *b);
+/* In-place a op= b, recorded after the op. `a_before` is a copy of a's old value when the rule
+ * reads it (mul_, div_, ... with b requiring grad; ampc_ad_binary_ makes it), else NULL. `a` is
+ * input 0 and the output. */
 ampc_status ampc_ad_record_binary_(ampc_op op, const ampc_tensor *a_before, ampc_tensor *a, const ampc_tensor *b,
                                    ampc_scalar alpha);
-/* In-place unary ops: when ampc_ad_unary_needs_self(op) (abs_, sin_, clamp_, ...: rules that
- * read the input, which the op overwrites) the frontend passes a copy of a's old value as
- * a_before, else NULL. */
-bool ampc_ad_unary_needs_self(ampc_op op);
+/* In-place unary ops: a_before is a copy of a's old value when the rule reads the input, which
+ * the op overwrites (abs_, sin_, clamp_, ...; ampc_ad_unary_ makes it), else NULL. */
 ampc_status ampc_ad_record_unary_(ampc_op op, const ampc_tensor *a_before, ampc_tensor *a, const ampc_scalar *params);
 ampc_status ampc_ad_record_where(const ampc_tensor *cond, const ampc_tensor *a, const ampc_tensor *b,
                                  ampc_tensor *out);

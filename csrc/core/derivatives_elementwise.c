@@ -140,7 +140,7 @@ static const ampc_grad_rule unary_rules[AMPC_NUM_OPS] = {
     UNARY_RULE(ROUND, "RoundBackward0"),
 };
 
-bool ampc_ad_unary_needs_self(ampc_op op) {
+static bool unary_needs_self(ampc_op op) {
     return op >= 0 && op < AMPC_NUM_OPS && unary_rules[op].backward && !saves_output(op) && op != AMPC_OP_NEG &&
            op != AMPC_OP_SIGN && op != AMPC_OP_FLOOR && op != AMPC_OP_CEIL && op != AMPC_OP_ROUND;
 }
@@ -306,7 +306,7 @@ static void binary_saves(ampc_op op, bool ga, bool gb, bool *save_a, bool *save_
     }
 }
 
-bool ampc_ad_binary_needs_self(ampc_op op, const ampc_tensor *a, const ampc_tensor *b) {
+static bool binary_needs_self(ampc_op op, const ampc_tensor *a, const ampc_tensor *b) {
     bool sa, sb, sy;
     binary_saves(op, a->requires_grad, b->requires_grad, &sa, &sb, &sy);
     return sa || (sb && b == a); /* x.mul_(x) reads x's old value as b too */
@@ -419,7 +419,7 @@ static ampc_status copy_before(bool needed, const ampc_tensor *a, ampc_tensor **
 ampc_status ampc_ad_binary_(ampc_op op, ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha) {
     ampc_tensor *before;
     AMPC_TRY(ampc_autograd_check_inplace(a));
-    AMPC_TRY(copy_before(ampc_ad_binary_needs_self(op, a, b), a, &before));
+    AMPC_TRY(copy_before(binary_needs_self(op, a, b), a, &before));
     ampc_status st;
     AD_PAUSED(st, ampc_binary_(op, a, b, alpha));
     if (st == AMPC_OK) st = ampc_ad_record_binary_(op, before, a, b, alpha);
@@ -430,7 +430,7 @@ ampc_status ampc_ad_binary_(ampc_op op, ampc_tensor *a, const ampc_tensor *b, am
 static ampc_status unary_inplace(ampc_op op, ampc_tensor *a, ampc_scalar min, ampc_scalar max) {
     ampc_tensor *before;
     AMPC_TRY(ampc_autograd_check_inplace(a));
-    AMPC_TRY(copy_before(ampc_ad_unary_needs_self(op), a, &before));
+    AMPC_TRY(copy_before(unary_needs_self(op), a, &before));
     ampc_status st;
     if (op == AMPC_OP_CLAMP) AD_PAUSED(st, ampc_clamp_(a, min, max));
     else AD_PAUSED(st, ampc_unary_(op, a));

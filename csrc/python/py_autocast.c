@@ -61,6 +61,15 @@ static PyObject *py_set_dtype(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* The legacy fast getters (torch.get_autocast_gpu_dtype / get_autocast_cpu_dtype). */
+static PyObject *py_get_gpu_dtype(PyObject *self, PyObject *unused) {
+    return ampc_py_dtype_object(ampc_autocast_get_dtype(AMPC_CUDA));
+}
+
+static PyObject *py_get_cpu_dtype(PyObject *self, PyObject *unused) {
+    return ampc_py_dtype_object(ampc_autocast_get_dtype(AMPC_CPU));
+}
+
 static PyObject *py_is_cache_enabled(PyObject *self, PyObject *unused) {
     return PyBool_FromLong(ampc_autocast_is_cache_enabled());
 }
@@ -109,6 +118,8 @@ PyMethodDef ampc_py_module_methods_autocast[] = {
     {"set_autocast_enabled", py_set_enabled, METH_VARARGS, "Turns autocast on or off for a device type."},
     {"get_autocast_dtype", py_get_dtype, METH_VARARGS, "The lower-precision dtype autocast uses on a device type."},
     {"set_autocast_dtype", py_set_dtype, METH_VARARGS, "Sets the lower-precision dtype of a device type."},
+    {"get_autocast_gpu_dtype", py_get_gpu_dtype, METH_NOARGS, "The autocast dtype of CUDA (legacy getter)."},
+    {"get_autocast_cpu_dtype", py_get_cpu_dtype, METH_NOARGS, "The autocast dtype of the CPU (legacy getter)."},
     {"is_autocast_cache_enabled", py_is_cache_enabled, METH_NOARGS, "Whether the weight-cast cache is on."},
     {"set_autocast_cache_enabled", py_set_cache_enabled, METH_O, "Turns the weight-cast cache on or off."},
     {"autocast_increment_nesting", py_increment_nesting, METH_NOARGS, "Enters an autocast region; returns depth."},

@@ -15,6 +15,7 @@ __all__ = ["SGD"]
 
 class SGD(Optimizer):
     _step_supports_amp_scaling = True
+    _counter_key = "_momentum_steps"  # momentum updates taken, on the device (0: the next is the first)
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
                  foreach=None, differentiable=False, fused=None, master_weights=False):
@@ -45,8 +46,6 @@ class SGD(Optimizer):
             group.setdefault("fused", False)
             group.setdefault("master_weights", False)
 
-    _counter_key = "_momentum_steps"
-
     def _init_param_state(self, state, p, group, master):
         if group["momentum"] != 0 and "momentum_buffer" not in state:
             state["momentum_buffer"] = self._zeros_state(p, master)
@@ -55,6 +54,8 @@ class SGD(Optimizer):
 
     def _restore_state(self, param, state, group):
         super()._restore_state(param, state, group)
+        if "momentum_buffer" in state and state["momentum_buffer"] is None:  # old PyTorch state dicts
+            del state["momentum_buffer"]
         if "momentum_buffer" in state:
             state["_momentum_steps"] = _C.ones((), dtype=_C.float32, device=param.device)
 

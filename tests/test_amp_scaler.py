@@ -278,3 +278,25 @@ def test_diagnose_names_bad_params():
     a.grad[0] = math.nan
     scaler.step(opt)
     assert scaler.diagnose(opt) == [("layer.weight", 1)]
+
+
+@pytest.mark.parametrize("np_dtype,dtype", [(np.float32, ampc.float32), (np.float16, ampc.float16)])
+@pytest.mark.parametrize("n", [1, 7, 8, 1000, 70_001])
+@pytest.mark.parametrize("inv", [0.25, 1.0, 3.0517578125e-05, 1.0 / 3.0])
+def test_unscale_values_match_numpy(np_dtype, dtype, n, inv):
+    # the vectorized paths (F16C for fp16, tails included) round exactly as fp32 math + one RNE
+    # rounding, subnormal results included
+    rng = np.random.default_rng(n)
+    a = (rng.standard_normal(n) * rng.choice([1e-3, 1.0, 1e3], size=n)).astype(np_dtype)
+    g = ampc.from_numpy(a.copy())
+    found_inf = ampc.zeros((), dtype=ampc.float32)
+    inv_t = ampc.full((), inv, dtype=ampc.float32)
+    _C._amp_foreach_non_finite_check_and_unscale_([g], found_inf, inv_t)
+    expected = (a.astype(np.float32) * np.float32(inv)).astype(np_dtype)
+    np.testing.assert_array_equal(g.numpy().view(np.uint16 if np_dtype == np.float16 else np.uint32),
+                                  expected.view(np.uint16 if np_dtype == np.float16 else np.uint32))
+    assert found_inf.item() == 0.0
+    a[n // 2] = np.inf if n % 2 else np.nan
+    g = ampc.from_numpy(a.copy())
+    _C._amp_foreach_non_finite_check_and_unscale_([g], found_inf, inv_t)
+    assert found_inf.item() == 1.0

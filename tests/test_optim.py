@@ -492,3 +492,35 @@ def test_tensor_lr_and_pickle():
     assert p.tolist() == [0.5] * 3
     opt2 = pickle.loads(pickle.dumps(aoptim.Adam([ampc.ones(2).requires_grad_()], lr=0.3)))
     assert opt2.param_groups[0]["lr"] == 0.3 and opt2.defaults["lr"] == 0.3
+
+
+def test_master_weights_state_dict_round_trip_and_scaler_skip():
+    rng = np.random.default_rng(12)
+    init = rng.standard_normal((4, 5)).astype(np.float32)
+    p = ampc.tensor(init).bfloat16().requires_grad_()
+    opt = aoptim.AdamW([p], lr=0.01, master_weights=True)
+    scaler = GradScaler("cpu", init_scale=4.0)
+    scaler.scale(ampc.ones(()))
+    grads = [rng.standard_normal((4, 5)).astype(np.float32) for _ in range(6)]
+    grads[1][0, 0] = np.inf
+    reads = ampc._C._host_read_count()
+    for g in grads[:3]:
+        p.grad = ampc.tensor(g * scaler.get_scale() if np.isfinite(g).all() else g).bfloat16()
+        master_before = _np(opt.state[p]["master_param"]).copy() if p in opt.state else None
+        reads = ampc._C._host_read_count()
+        scaler.step(opt)
+        scaler.update()
+        assert ampc._C._host_read_count() == reads
+        if not np.isfinite(g).all():
+            assert np.array_equal(_np(opt.state[p]["master_param"]), master_before)
+    assert float(opt.state[p]["step"]) == 2.0
+    q = p.detach().clone().requires_grad_()
+    opt2 = aoptim.AdamW([q], lr=0.01, master_weights=True)
+    opt2.load_state_dict(copy.deepcopy(opt.state_dict()))
+    assert opt2.state[q]["master_param"].dtype == ampc.float32 and opt2.state[q]["exp_avg"].dtype == ampc.float32
+    for g in grads[3:]:
+        for x, o in ((p, opt), (q, opt2)):
+            x.grad = ampc.tensor(g).bfloat16()
+            o.step()
+    assert np.array_equal(_np(p.float()), _np(q.float()))
+    assert np.array_equal(_np(opt.state[p]["master_param"]), _np(opt2.state[q]["master_param"]))

@@ -56,8 +56,10 @@ int ampc_autocast_decrement_nesting(void); /* returns the new depth; the caller 
 void ampc_autocast_clear_cache(void);
 int64_t ampc_autocast_cache_size(void);   /* entries held, for tests of cache growth */
 
-/* The cast autocast applies (differentiable once autograd is built in). The autograd layer
- * installs its recording cast here; the default is ampc_to. */
+/* The cast autocast applies. The default is ampc_to, which is differentiable: with grad mode on
+ * and an input that requires grad it records ToCopyBackward0 (derivatives_shape.c), so gradients
+ * reach fp32 master weights through their casts, and only such casts (with history) are cached.
+ * A hook for a backend that wants another cast; it must keep that property. */
 extern ampc_tensor *(*ampc_autocast_cast_fn)(const ampc_tensor *t, ampc_dtype dtype);
 
 #define AMPC_AUTOCAST_MAX_INPUTS 8

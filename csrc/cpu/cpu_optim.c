@@ -20,7 +20,7 @@
 #include "../core/optim.h"
 #include "../core/optim_math.h"
 #include "cpu_backend.h"
-#include "cpu_dtype_loops.h"
+#include "cpu_half_convert.h"
 
 #define CHUNK 32768        /* elements per unit of parallel work */
 #define PARALLEL_MIN 65536 /* below this many elements in total, one thread is faster */
@@ -99,17 +99,13 @@ static char *slot_at(ampc_tensor *const *slots, int k, int64_t start) {
 }
 
 static void widen(float *dst, const char *src, ampc_dtype dt, int64_t n) {
-    if (dt == AMPC_FLOAT16)
-        for (int64_t k = 0; k < n; k++) dst[k] = ampc_half_to_f32(((const ampc_half *)src)[k]);
-    else
-        for (int64_t k = 0; k < n; k++) dst[k] = ampc_bf16_to_f32(((const ampc_bfloat16 *)src)[k]);
+    if (dt == AMPC_FLOAT16) ampc_cpu_f16_to_f32((const ampc_half *)src, dst, n);
+    else ampc_cpu_bf16_to_f32((const ampc_bfloat16 *)src, dst, n);
 }
 
 static void narrow(char *dst, const float *src, ampc_dtype dt, int64_t n) {
-    if (dt == AMPC_FLOAT16)
-        for (int64_t k = 0; k < n; k++) ((ampc_half *)dst)[k] = ampc_f32_to_half(src[k]);
-    else
-        for (int64_t k = 0; k < n; k++) ((ampc_bfloat16 *)dst)[k] = ampc_f32_to_bf16(src[k]);
+    if (dt == AMPC_FLOAT16) ampc_cpu_f32_to_f16(src, (ampc_half *)dst, n);
+    else ampc_cpu_f32_to_bf16(src, (ampc_bfloat16 *)dst, n);
 }
 
 /* fp16/bf16 parameters: the roles (param-or-master, grad, three states) as fp32 arrays, widening

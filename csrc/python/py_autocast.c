@@ -52,9 +52,10 @@ static PyObject *py_set_dtype(PyObject *self, PyObject *args) {
     ampc_dtype dt;
     if (parse_device_type(dev_obj, &dev, "set_autocast_dtype") < 0 || ampc_py_dtype(dt_obj, &dt, "set_autocast_dtype") < 0)
         return NULL;
-    if (dt != AMPC_FLOAT16 && dt != AMPC_BFLOAT16 && dt != AMPC_FLOAT32) {
-        PyErr_Format(PyExc_RuntimeError, "set_autocast_dtype: autocast supports float16, bfloat16 and float32, got %s",
-                     ampc_dtype_name(dt));
+    /* Any floating dtype, as torch.set_autocast_dtype: a region disabled for an unsupported
+     * dtype (CPU float64) still records it; enabled regions only get fp16/bf16/fp32 (autocast()). */
+    if (!ampc_dtype_is_floating(dt)) {
+        PyErr_Format(PyExc_RuntimeError, "set_autocast_dtype: expected a floating dtype, got %s", ampc_dtype_name(dt));
         return NULL;
     }
     ampc_autocast_set_dtype(dev, dt);

@@ -30,4 +30,4 @@ from . import autograd  # noqa: E402
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402,F401
 
 from .serialization import load, save  # noqa: E402,F401
-from . import optim, utils  # noqa: E402,F401  (torch.optim / torch.utils.data reachable from `import torch`)
+from . import linalg, optim, utils  # noqa: E402,F401  (torch.optim / torch.utils.data reachable from `import torch`)

@@ -425,18 +425,23 @@ class Optimizer:
     def _fused_lists(self, group, state_keys, step_key="step"):
         """The group's parameters that have a grad, split by (device, dtype, master weights) into
         the lists one C call takes: {key: {"params", "grads", "masters", "steps", *state_keys}}.
-        Missing state is created first (_init_param_state)."""
+        Missing state is created first (_init_param_state). This loop is the Python cost of a step,
+        so it avoids per-parameter method calls where it can."""
         lists = {}
+        masters_on = bool(group.get("master_weights", False))
+        all_state = self.state
+        init = self._init_param_state
         for p in group["params"]:
             grad = p.grad
             if grad is None:
                 continue
-            master = self._uses_master(group, p)
-            state = self.state[p]
-            self._init_param_state(state, p, group, master)
+            dtype = p.dtype
+            master = masters_on and dtype in _LOW_PRECISION
+            state = all_state[p]
+            init(state, p, group, master)
             if master and "master_param" not in state:
                 state["master_param"] = p.detach().to(dtype=_C.float32, copy=True)
-            key = (p.device, p.dtype, master)
+            key = (p.device, dtype, master)
             entry = lists.get(key)
             if entry is None:
                 entry = lists[key] = {"params": [], "grads": [], "masters": [] if master else None,

@@ -104,6 +104,10 @@ class AmpcBuildExt(build_ext):
         # Objects of a CUDA build and a CPU-only build differ (AMPC_WITH_CUDA): keep them apart so
         # switching AMPC_CUDA never links stale objects.
         self.build_temp = os.path.join(self.build_temp, "cuda" if CUDA_HOME else "cpu")
+        # Always enter build_extension: the per-object time check below decides what to compile.
+        # (setuptools' own check compares sources with the finished .so, which misses a source
+        # edited while an earlier build was running.)
+        self.force = True
 
     def build_extension(self, ext):
         self._compile_cuda(ext)

@@ -170,10 +170,15 @@ def piece_cases(lib, F, amp, batch, rng_seed=0):
             with ac():
                 return fwd(*inputs)
 
+        # a dense random gradient like the step's (sum().backward() would hand the layer an
+        # expanded, stride-0 gradient that no real step produces)
+        shape = tuple(f().shape)
+        grad = lib.from_numpy(nd(*shape) if shape else np.array(1.0, np.float32)).to(f().dtype)
+
         def fb():
             with ac():
                 out = fwd(*inputs)
-            out.float().sum().backward() if amp else out.sum().backward()
+            out.backward(grad)
 
         cases.append((name, f, fb))
 

@@ -300,3 +300,41 @@ def test_unscale_values_match_numpy(np_dtype, dtype, n, inv):
     g = ampc.from_numpy(a.copy())
     _C._amp_foreach_non_finite_check_and_unscale_([g], found_inf, inv_t)
     assert found_inf.item() == 1.0
+
+
+def test_grad_scaler_pass_itself():
+    # test_grad_scaler_pass_itself: an AMP-aware optimizer whose step takes `grad_scaler` gets the
+    # scaler (and a FutureWarning); one without it sees found_inf (and grad_scale) as attributes
+    class PassItself:
+        _step_supports_amp_scaling = True
+
+        def __init__(self, params):
+            self.param_groups = [{"params": list(params)}]
+
+        def step(self, closure=None, grad_scaler=None):
+            self.got = grad_scaler
+            self.attrs = (hasattr(self, "grad_scale"), hasattr(self, "found_inf"))
+
+    class Attributes(PassItself):
+        def step(self, closure=None):
+            self.seen = (getattr(self, "grad_scale", "missing"), getattr(self, "found_inf", None))
+
+    w = leaf([1.0, 2.0])
+    scaler = GradScaler("cpu", init_scale=4.0)
+    opt = PassItself([w])
+    (scaler.scale(w.sum())).backward()
+    with pytest.warns(FutureWarning, match="GradScaler is going to stop passing itself"):
+        scaler.step(opt)
+    assert opt.got is scaler and opt.attrs == (False, False)
+
+    w.grad = None
+    scaler = GradScaler("cpu", init_scale=4.0)
+    opt = Attributes([w])
+    (scaler.scale(w.sum())).backward()
+    scaler.step(opt)
+    grad_scale, found_inf = opt.seen
+    # ampc unscales before the step (one pass), so grad_scale is None where PyTorch passes the
+    # scale for the optimizer to divide by; found_inf is the device tensor either way
+    assert grad_scale is None and isinstance(found_inf, ampc.Tensor) and found_inf.item() == 0.0
+    assert not hasattr(opt, "grad_scale") and not hasattr(opt, "found_inf")
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 1.0])

@@ -608,3 +608,30 @@ def test_backward_reaches_fp32_master_weights_through_casts():
         yt = torch.nn.functional.linear(xt, wt.t())
     torch.nn.functional.mse_loss(yt.float(), torch.zeros(5, 3)).backward()
     np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_cache_keyed_by_dtype_across_a_nested_switch():
+    # PyTorch keys its cache by tensor only, so a bf16 region nested in an fp16 one would get the
+    # fp16 cast back; ampc keys by tensor and dtype
+    x, w = ampc.randn(3, 4), _weight(4, 4)
+    with ampc.autocast("cpu", dtype=ampc.float16):
+        assert ampc.mm(x, w).dtype == ampc.float16
+        with ampc.autocast("cpu", dtype=ampc.bfloat16):
+            y = ampc.mm(x, w)
+            assert y.dtype == ampc.bfloat16
+        assert _C._autocast_cache_size() == 2
+        y.float().sum().backward()
+    assert w.grad is not None and w.grad.dtype == ampc.float32
+
+
+def test_autocast_cat_of_cpu_tensors_in_a_cuda_region():
+    # test_autocast_cat_jit: CPU tensors under CUDA autocast are ineligible and must not crash
+    previous = _C.is_autocast_enabled("cuda")
+    _C.set_autocast_enabled("cuda", True)
+    try:
+        a, h = ampc.randn(2, 3), ampc.randn(2, 3).half()
+        assert ampc.cat([a, h]).dtype == ampc.float32
+        assert ampc.stack([h, h]).dtype == ampc.float16
+        assert ampc.mm(a, a.t()).dtype == ampc.float32  # CPU tensors: the CUDA region does not apply
+    finally:
+        _C.set_autocast_enabled("cuda", previous)

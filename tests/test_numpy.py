@@ -10,29 +10,15 @@ import pytest
 import torch
 
 import ampc
+from helpers import DTYPES, random_array
 
 RNG = np.random.default_rng(2)
 
-DTYPES = [
-    (ampc.float32, np.float32, torch.float32),
-    (ampc.float16, np.float16, torch.float16),
-    (ampc.bfloat16, ml_dtypes.bfloat16, torch.bfloat16),
-    (ampc.float64, np.float64, torch.float64),
-    (ampc.int64, np.int64, torch.int64),
-    (ampc.int32, np.int32, torch.int32),
-    (ampc.uint8, np.uint8, torch.uint8),
-    (ampc.bool, np.bool_, torch.bool),
-]
 IDS = [str(d[0]) for d in DTYPES]
 
 
 def rand(shape, np_dtype):
-    np_dtype = np.dtype(np_dtype)
-    if np_dtype == np.bool_:
-        return RNG.random(shape) > 0.5
-    if np_dtype.kind in "iu":
-        return RNG.integers(0, 120, size=shape).astype(np_dtype)
-    return (RNG.standard_normal(shape) * 4).astype(np_dtype)
+    return random_array(RNG, shape, np_dtype, int_high=120, scale=4)
 
 
 def one_value(np_dtype):

@@ -61,15 +61,36 @@ typedef struct {
 static cache_entry *cache;
 static int64_t cache_len, cache_cap;
 
+/* Guards cache/cache_len/cache_cap (PyTorch's cached_casts_mutex). Held only for lookups and
+ * inserts, never while casting or freeing tensors. */
+static int cache_lock;
+static void lock_cache(void) {
+    while (__atomic_exchange_n(&cache_lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&cache_lock, __ATOMIC_RELAXED)) {
+        }
+}
+static void unlock_cache(void) { __atomic_store_n(&cache_lock, 0, __ATOMIC_RELEASE); }
+
 void ampc_autocast_clear_cache(void) {
-    for (int64_t i = 0; i < cache_len; i++) {
-        ampc_tensor_decref(cache[i].cast);
-        ampc_tensor_decref(cache[i].src);
+    lock_cache();
+    cache_entry *entries = cache;
+    int64_t n = cache_len;
+    cache = NULL;
+    cache_len = cache_cap = 0;
+    unlock_cache();
+    for (int64_t i = 0; i < n; i++) {
+        ampc_tensor_decref(entries[i].cast);
+        ampc_tensor_decref(entries[i].src);
     }
-    cache_len = 0;
+    free(entries);
 }
 
-int64_t ampc_autocast_cache_size(void) { return cache_len; }
+int64_t ampc_autocast_cache_size(void) {
+    lock_cache();
+    int64_t n = cache_len;
+    unlock_cache();
+    return n;
+}
 
 /* PyTorch's can_try_cache: fp32 leaves that require grad, not views, cast to the fast dtype. */
 static bool cacheable(const ampc_tensor *t, ampc_dtype to) {
@@ -83,21 +104,28 @@ static ampc_tensor *cached_cast(const ampc_tensor *t, ampc_dtype to) {
         return (ampc_tensor *)t;
     }
     bool use_cache = cacheable(t, to);
-    if (use_cache)
-        for (int64_t i = 0; i < cache_len; i++)
-            if (cache[i].src == t) {
-                ampc_tensor_incref(cache[i].cast);
-                return cache[i].cast;
-            }
+    if (use_cache) {
+        ampc_tensor *hit = NULL;
+        lock_cache();
+        for (int64_t i = 0; i < cache_len && !hit; i++)
+            if (cache[i].src == t && cache[i].cast->dtype == to) hit = cache[i].cast;
+        if (hit) ampc_tensor_incref(hit);
+        unlock_cache();
+        if (hit) return hit;
+    }
     ampc_tensor *c = ampc_autocast_cast_fn(t, to);
     if (!c || !use_cache) return c;
     /* A cast made without grad history (under no_grad) must never be reused to build a graph
      * later (PyTorch issues #65766, #112583): only cache casts that carry the history. */
     if (c->grad_fn == NULL) return c;
+    lock_cache();
     if (cache_len == cache_cap) {
         int64_t cap = cache_cap ? cache_cap * 2 : 64;
         cache_entry *grown = (cache_entry *)realloc(cache, (size_t)cap * sizeof *grown);
-        if (!grown) return c; /* no cache, still correct */
+        if (!grown) { /* no cache, still correct */
+            unlock_cache();
+            return c;
+        }
         cache = grown;
         cache_cap = cap;
     }
@@ -106,6 +134,7 @@ static ampc_tensor *cached_cast(const ampc_tensor *t, ampc_dtype to) {
     cache[cache_len].src = (ampc_tensor *)t;
     cache[cache_len].cast = c;
     cache_len++;
+    unlock_cache();
     return c;
 }
 

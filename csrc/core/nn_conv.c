@@ -117,11 +117,13 @@ static ampc_conv_params as_2d(const ampc_conv_params *p, int spatial) {
     return q;
 }
 
-static void set_geometry_ints(ampc_kernel_args *a, const ampc_conv_params *p, const conv_dims *d) {
+/* IM2COL and COL2IM (inverse layouts of each other) both take the convolution's geometry as
+ * ints: kh, kw, stride, pad_lo, dilation (h, w each), oh, ow. */
+static ampc_status dispatch_cols_op(ampc_op op, ampc_tensor *out, const ampc_tensor *in, const ampc_conv_params *p,
+                                    const conv_dims *d) {
     int64_t v[10] = {d->kh, d->kw, p->stride[0], p->stride[1], p->pad_lo[0], p->pad_lo[1],
                      p->dilation[0], p->dilation[1], d->oh, d->ow};
-    memcpy(a->ints, v, sizeof v);
-    a->n_ints = 10;
+    return nn_dispatch_1to1(op, out, in, 10, v);
 }
 
 /* 1x1, stride 1, no padding: the input is its own column matrix. */
@@ -154,18 +156,9 @@ static ampc_tensor *im2col(const ampc_tensor *x, int64_t n0, int64_t nb, const a
                            const ampc_conv_params *p, const conv_dims *d) {
     int64_t shape[3] = {nb, d->c * d->kh * d->kw, d->oh * d->ow};
     ampc_tensor *xs = samples(x, n0, nb), *cols = xs ? buffer_view(buf, 3, shape) : NULL;
-    if (cols) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = cols;
-        a.n_out = 1;
-        a.in[0] = xs;
-        a.n_in = 1;
-        set_geometry_ints(&a, p, d);
-        if (nn_dispatch(AMPC_OP_IM2COL, &a) != AMPC_OK) {
-            ampc_tensor_decref(cols);
-            cols = NULL;
-        }
+    if (cols && dispatch_cols_op(AMPC_OP_IM2COL, cols, xs, p, d) != AMPC_OK) {
+        ampc_tensor_decref(cols);
+        cols = NULL;
     }
     ampc_tensor_decref(xs);
     return cols;
@@ -249,18 +242,7 @@ static ampc_tensor *conv_grad_input_4d(const ampc_tensor *dout, const ampc_tenso
         st = a && b && dcols ? nn_gemm_into(dcols, a, b, NULL, 0.0, 1.0) : ampc_last_status();
         if (st == AMPC_OK && !pointwise) {
             dxs = samples(dx, n0, nb);
-            if (!dxs) {
-                st = ampc_last_status();
-            } else {
-                ampc_kernel_args args;
-                nn_args_init(&args);
-                args.out[0] = dxs;
-                args.n_out = 1;
-                args.in[0] = dcols;
-                args.n_in = 1;
-                set_geometry_ints(&args, p, d);
-                st = nn_dispatch(AMPC_OP_COL2IM, &args);
-            }
+            st = dxs ? dispatch_cols_op(AMPC_OP_COL2IM, dxs, dcols, p, d) : ampc_last_status();
         }
         ampc_tensor *tmp[4] = {a, b, dcols, dxs};
         nn_release(4, tmp);

@@ -192,7 +192,40 @@ ampc_status ampc_pointwise_loss_backward(ampc_op op, const ampc_tensor *grad_los
     return st;
 }
 
+/* MSE's gradient written with recording frontends, for backward with create_graph=True (a
+ * gradient penalty on an MSE loss): d loss / d input = k * (input - target) * g, k = 2 (sum,
+ * none) or 2 / numel (mean); d loss / d target is its negative. */
+static ampc_status mse_backward_differentiable(const ampc_tensor *g, const ampc_tensor *input,
+                                               const ampc_tensor *target, ampc_reduction reduction,
+                                               const bool need[2], ampc_tensor **grad_input,
+                                               ampc_tensor **grad_target) {
+    ampc_status st = AMPC_OK;
+    ampc_tensor *d = ampc_binary(AMPC_OP_SUB, input, target, ampc_scalar_none());
+    double k = 2.0;
+    if (d && reduction == AMPC_REDUCTION_MEAN) k /= (double)(ampc_numel(d) ? ampc_numel(d) : 1);
+    ampc_tensor *kt = d ? ampc_wrap_scalar(ampc_scalar_float(k), d->device) : NULL;
+    ampc_tensor *kd = kt ? ampc_binary(AMPC_OP_MUL, d, kt, ampc_scalar_none()) : NULL;
+    ampc_tensor *full = kd ? ampc_binary(AMPC_OP_MUL, kd, g, ampc_scalar_none()) : NULL;
+    if (!full) st = ampc_last_status();
+    if (st == AMPC_OK && need[0] && !(*grad_input = nn_sum_to(full, input->ndim, input->shape))) st = ampc_last_status();
+    if (st == AMPC_OK && need[1] && ampc_dtype_is_floating(target->dtype)) {
+        ampc_tensor *neg = ampc_unary(AMPC_OP_NEG, full);
+        *grad_target = neg ? nn_sum_to(neg, target->ndim, target->shape) : NULL;
+        ampc_tensor_decref(neg);
+        if (!*grad_target) st = ampc_last_status();
+    }
+    ampc_tensor_decref(d), ampc_tensor_decref(kt), ampc_tensor_decref(kd), ampc_tensor_decref(full);
+    return st;
+}
+
 static ampc_status loss_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    if (ampc_grad_enabled() && (ampc_op)node->attrs.ints[1] == AMPC_OP_MSE_LOSS) {
+        const ampc_tensor *x = ampc_node_saved(node, 0), *t = x ? ampc_node_saved(node, 1) : NULL;
+        if (!t) return ampc_last_status();
+        if (!grads[0]) return AMPC_OK;
+        return mse_backward_differentiable(grads[0], x, t, (ampc_reduction)node->attrs.ints[0],
+                                           node->needs_input_grad, &grad_inputs[0], &grad_inputs[1]);
+    }
     AMPC_TRY(nn_first_order_only(node));
     const ampc_tensor *saved[4] = {NULL, NULL, NULL, NULL};
     for (int i = 0; i < node->n_saved; i++)

@@ -51,11 +51,11 @@ ampc_tensor *ampc_linear(const ampc_tensor *input, const ampc_tensor *weight, co
                        (long long)out_f);
         return NULL;
     }
-    ampc_tensor *wt = ampc_ad_transpose(weight, 0, 1), *x2 = NULL, *y2 = NULL, *y = NULL;
+    ampc_tensor *wt = ampc_transpose(weight, 0, 1), *x2 = NULL, *y2 = NULL, *y = NULL;
     if (!wt) return NULL;
     int64_t shape2[2] = {in ? ampc_numel(input) / in : 0, in};
     x2 = input->ndim == 2 ? (ampc_tensor_incref((ampc_tensor *)input), (ampc_tensor *)input)
-                          : ampc_ad_reshape(input, 2, shape2);
+                          : ampc_reshape(input, 2, shape2);
     y2 = !x2 ? NULL : bias ? ampc_addmm(bias, x2, wt, 1.0, 1.0) : ampc_mm(x2, wt);
     if (y2 && input->ndim == 2) {
         y = y2, y2 = NULL;
@@ -63,7 +63,7 @@ ampc_tensor *ampc_linear(const ampc_tensor *input, const ampc_tensor *weight, co
         int64_t shape[AMPC_MAX_DIMS];
         memcpy(shape, input->shape, sizeof(int64_t) * (size_t)input->ndim);
         shape[input->ndim - 1] = out_f;
-        y = ampc_ad_view(y2, input->ndim, shape);
+        y = ampc_view(y2, input->ndim, shape);
     }
     ampc_tensor_decref(wt), ampc_tensor_decref(x2), ampc_tensor_decref(y2);
     return y;

@@ -73,6 +73,52 @@ static ampc_status saved_norm_tensors(ampc_node *node, const ampc_tensor **x, co
     return AMPC_OK;
 }
 
+/* Layer norm and group norm run the same forward once their checks have passed: the input viewed
+ * with a flat shape, y and the float statistics allocated, one kernel, and a node that saves
+ * (input, mean, rstd[, weight]). They differ only in the shapes, the op, the kernel's int
+ * (num_groups; none for layer norm) and the int the node keeps for backward. */
+static ampc_tensor *stats_norm_forward(ampc_op op, const ampc_grad_rule *rule, const ampc_tensor *input,
+                                       const ampc_tensor *weight, const ampc_tensor *bias, double eps, int flat_nd,
+                                       const int64_t *flat_shape, int stats_nd, const int64_t *stats_shape,
+                                       int n_kernel_ints, int64_t kernel_int, int64_t node_int, ampc_tensor **mean,
+                                       ampc_tensor **rstd) {
+    ampc_tensor *x = flat_view(input, flat_nd, flat_shape), *w = NULL, *b = NULL, *y = NULL, *yf = NULL;
+    ampc_status st = x ? AMPC_OK : ampc_last_status();
+    if (st == AMPC_OK) st = nn_contig(weight, &w);
+    if (st == AMPC_OK) st = nn_contig(bias, &b);
+    if (st == AMPC_OK) {
+        y = ampc_empty(input->ndim, input->shape, input->dtype, input->device);
+        yf = y ? nn_reshape_view(y, flat_nd, flat_shape) : NULL;
+        *mean = yf ? ampc_empty(stats_nd, stats_shape, nn_stats_dtype(input->dtype), input->device) : NULL;
+        *rstd = *mean ? ampc_empty(stats_nd, stats_shape, nn_stats_dtype(input->dtype), input->device) : NULL;
+        if (!*rstd) st = ampc_last_status();
+    }
+    if (st == AMPC_OK) {
+        ampc_kernel_args a;
+        nn_args_init(&a);
+        a.out[0] = yf, a.out[1] = *mean, a.out[2] = *rstd, a.n_out = 3;
+        a.in[0] = x, a.in[1] = w, a.in[2] = b, a.n_in = 3;
+        a.ints[0] = kernel_int, a.n_ints = n_kernel_ints;
+        a.scalars[0] = ampc_scalar_float(eps);
+        st = nn_dispatch(op, &a);
+    }
+    ampc_tensor *tmp[4] = {x, w, b, yf};
+    nn_release(4, tmp);
+    if (st == AMPC_OK && ampc_any_requires_grad(3, (const ampc_tensor *[]){input, weight, bias})) {
+        ampc_node_attrs attrs;
+        memset(&attrs, 0, sizeof attrs);
+        attrs.ints[0] = node_int, attrs.n_ints = 1;
+        if (!ampc_autograd_record(rule, 3, (const ampc_tensor *[]){input, weight, bias}, 1, &y, weight ? 4 : 3,
+                                  (const ampc_tensor *[]){input, *mean, *rstd, weight}, &attrs))
+            st = ampc_last_status();
+    }
+    if (st != AMPC_OK) {
+        release_outs(&y, mean, rstd);
+        return NULL;
+    }
+    return y;
+}
+
 /* ---------------------------------------------------------------- batch norm */
 
 static ampc_status batch_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
@@ -274,40 +320,8 @@ ampc_tensor *ampc_native_layer_norm(const ampc_tensor *input, int n_norm, const 
     int64_t m, d;
     if (layer_norm_check(input, n_norm, normalized_shape, weight, bias, &m, &d) != AMPC_OK) return NULL;
     int64_t shape2[2] = {m, d}, ms[1] = {m};
-    ampc_tensor *x = flat_view(input, 2, shape2), *w = NULL, *b = NULL, *y = NULL, *y2 = NULL;
-    ampc_status st = x ? AMPC_OK : ampc_last_status();
-    if (st == AMPC_OK) st = nn_contig(weight, &w);
-    if (st == AMPC_OK) st = nn_contig(bias, &b);
-    if (st == AMPC_OK) {
-        y = ampc_empty(input->ndim, input->shape, input->dtype, input->device);
-        y2 = y ? nn_reshape_view(y, 2, shape2) : NULL;
-        *mean = y2 ? ampc_empty(1, ms, nn_stats_dtype(input->dtype), input->device) : NULL;
-        *rstd = *mean ? ampc_empty(1, ms, nn_stats_dtype(input->dtype), input->device) : NULL;
-        if (!*rstd) st = ampc_last_status();
-    }
-    if (st == AMPC_OK) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = y2, a.out[1] = *mean, a.out[2] = *rstd, a.n_out = 3;
-        a.in[0] = x, a.in[1] = w, a.in[2] = b, a.n_in = 3;
-        a.scalars[0] = ampc_scalar_float(eps);
-        st = nn_dispatch(AMPC_OP_LAYER_NORM, &a);
-    }
-    ampc_tensor *tmp[4] = {x, w, b, y2};
-    nn_release(4, tmp);
-    if (st == AMPC_OK && ampc_any_requires_grad(3, (const ampc_tensor *[]){input, weight, bias})) {
-        ampc_node_attrs attrs;
-        memset(&attrs, 0, sizeof attrs);
-        attrs.ints[0] = n_norm, attrs.n_ints = 1;
-        if (!ampc_autograd_record(&layer_norm_rule, 3, (const ampc_tensor *[]){input, weight, bias}, 1, &y,
-                                  weight ? 4 : 3, (const ampc_tensor *[]){input, *mean, *rstd, weight}, &attrs))
-            st = ampc_last_status();
-    }
-    if (st != AMPC_OK) {
-        release_outs(&y, mean, rstd);
-        return NULL;
-    }
-    return y;
+    return stats_norm_forward(AMPC_OP_LAYER_NORM, &layer_norm_rule, input, weight, bias, eps, 2, shape2, 1, ms, 0, 0,
+                              n_norm, mean, rstd);
 }
 
 ampc_tensor *ampc_layer_norm(const ampc_tensor *input, int n_norm, const int64_t *normalized_shape,
@@ -416,41 +430,8 @@ ampc_tensor *ampc_native_group_norm(const ampc_tensor *input, int64_t num_groups
     int64_t shape3[3];
     if (group_norm_check(input, num_groups, weight, bias, shape3) != AMPC_OK) return NULL;
     int64_t ss[2] = {shape3[0], num_groups};
-    ampc_tensor *x = flat_view(input, 3, shape3), *w = NULL, *b = NULL, *y = NULL, *y3 = NULL;
-    ampc_status st = x ? AMPC_OK : ampc_last_status();
-    if (st == AMPC_OK) st = nn_contig(weight, &w);
-    if (st == AMPC_OK) st = nn_contig(bias, &b);
-    if (st == AMPC_OK) {
-        y = ampc_empty(input->ndim, input->shape, input->dtype, input->device);
-        y3 = y ? nn_reshape_view(y, 3, shape3) : NULL;
-        *mean = y3 ? ampc_empty(2, ss, nn_stats_dtype(input->dtype), input->device) : NULL;
-        *rstd = *mean ? ampc_empty(2, ss, nn_stats_dtype(input->dtype), input->device) : NULL;
-        if (!*rstd) st = ampc_last_status();
-    }
-    if (st == AMPC_OK) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = y3, a.out[1] = *mean, a.out[2] = *rstd, a.n_out = 3;
-        a.in[0] = x, a.in[1] = w, a.in[2] = b, a.n_in = 3;
-        a.ints[0] = num_groups, a.n_ints = 1;
-        a.scalars[0] = ampc_scalar_float(eps);
-        st = nn_dispatch(AMPC_OP_GROUP_NORM, &a);
-    }
-    ampc_tensor *tmp[4] = {x, w, b, y3};
-    nn_release(4, tmp);
-    if (st == AMPC_OK && ampc_any_requires_grad(3, (const ampc_tensor *[]){input, weight, bias})) {
-        ampc_node_attrs attrs;
-        memset(&attrs, 0, sizeof attrs);
-        attrs.ints[0] = num_groups, attrs.n_ints = 1;
-        if (!ampc_autograd_record(&group_norm_rule, 3, (const ampc_tensor *[]){input, weight, bias}, 1, &y,
-                                  weight ? 4 : 3, (const ampc_tensor *[]){input, *mean, *rstd, weight}, &attrs))
-            st = ampc_last_status();
-    }
-    if (st != AMPC_OK) {
-        release_outs(&y, mean, rstd);
-        return NULL;
-    }
-    return y;
+    return stats_norm_forward(AMPC_OP_GROUP_NORM, &group_norm_rule, input, weight, bias, eps, 3, shape3, 2, ss, 1,
+                              num_groups, num_groups, mean, rstd);
 }
 
 ampc_tensor *ampc_group_norm(const ampc_tensor *input, int64_t num_groups, const ampc_tensor *weight,

@@ -145,14 +145,7 @@ static ampc_status grad_views(const char *name, const ampc_tensor *grad_out, int
 
 /* Runs a one-input one-output pooling kernel (src -> dst) with ints; steals dst on failure. */
 static ampc_tensor *run_pool(ampc_op op, const ampc_tensor *src, ampc_tensor *dst, int n_ints, const int64_t *ints) {
-    ampc_kernel_args a;
-    nn_args_init(&a);
-    a.out[0] = dst;
-    a.n_out = 1;
-    a.in[0] = src;
-    a.n_in = 1;
-    set_ints(&a, n_ints, ints);
-    if (nn_dispatch(op, &a) != AMPC_OK) {
+    if (nn_dispatch_1to1(op, dst, src, n_ints, ints) != AMPC_OK) {
         ampc_tensor_decref(dst);
         return NULL;
     }

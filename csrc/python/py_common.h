@@ -49,6 +49,21 @@ int ampc_py_device(PyObject *obj, ampc_device dflt, ampc_device *out, const char
 PyObject *ampc_py_dtype_object(ampc_dtype dt);
 PyObject *ampc_py_device_object(ampc_device d);
 
+/* ---- factory keyword arguments (py_creation.c), shared by the creation and random factories ---- */
+typedef struct ampc_py_factory_kw {
+    PyObject *dtype, *device, *size, *generator; /* borrowed; NULL when not given */
+    int requires_grad;
+} ampc_py_factory_kw;
+/* Accepts dtype, device, requires_grad, size (when takes_size) and generator (when
+ * takes_generator); tolerates layout, pin_memory, memory_format and out=None; rejects other
+ * out= values and unknown keywords. Keys in `skip` (NULL-terminated, or NULL) belong to the
+ * caller. Returns 0, or -1 with an exception. */
+int ampc_py_parse_factory_kw(PyObject *kwargs, const char *op, int takes_size, int takes_generator,
+                             const char *const *skip, ampc_py_factory_kw *kw);
+/* kw's dtype (`dflt_dtype` when not given) and device (`dflt_dev` when not given). */
+int ampc_py_factory_dtype_device(const ampc_py_factory_kw *kw, const char *op, ampc_dtype dflt_dtype,
+                                 ampc_device dflt_dev, ampc_dtype *dtype, ampc_device *device);
+
 /* ---- errors (py_errors.c) ---- */
 /* Raises the Python exception for the core's last status and message; returns NULL. */
 PyObject *ampc_py_raise(void);

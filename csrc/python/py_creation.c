@@ -13,14 +13,9 @@
 
 /* ------------------------------------------------------------------ keyword arguments */
 
-/* The keyword arguments every factory takes. `size` only where the factory takes a size
- * (takes_size 1; 2 also lets full()'s fill_value through). */
-typedef struct factory_kw {
-    PyObject *dtype, *device, *size;
-    int requires_grad;
-} factory_kw;
-
-static int parse_factory_kwargs(PyObject *kwargs, const char *op, int takes_size, factory_kw *kw) {
+/* The keyword arguments every factory takes (py_random.c's factories too, with generator=). */
+int ampc_py_parse_factory_kw(PyObject *kwargs, const char *op, int takes_size, int takes_generator,
+                             const char *const *skip, ampc_py_factory_kw *kw) {
     memset(kw, 0, sizeof *kw);
     if (!kwargs) return 0;
     PyObject *k, *v;
@@ -28,10 +23,13 @@ static int parse_factory_kwargs(PyObject *kwargs, const char *op, int takes_size
     while (PyDict_Next(kwargs, &pos, &k, &v)) {
         const char *name = PyUnicode_AsUTF8(k);
         if (!name) return -1;
+        int skipped = 0;
+        for (int i = 0; skip && skip[i]; i++) skipped |= !strcmp(name, skip[i]);
+        if (skipped) continue;
         if (!strcmp(name, "dtype")) kw->dtype = v;
         else if (!strcmp(name, "device")) kw->device = v;
+        else if (!strcmp(name, "generator") && takes_generator) kw->generator = v;
         else if (!strcmp(name, "size") && takes_size) kw->size = v;
-        else if (!strcmp(name, "fill_value") && takes_size == 2) continue; /* full() reads it itself */
         else if (!strcmp(name, "requires_grad")) {
             if ((kw->requires_grad = PyObject_IsTrue(v)) < 0) return -1;
         } else if (!strcmp(name, "out")) {
@@ -47,14 +45,18 @@ static int parse_factory_kwargs(PyObject *kwargs, const char *op, int takes_size
     return 0;
 }
 
-/* dtype (or `dflt` when not given) and device (CPU when not given). */
-static int resolve_kw(const factory_kw *kw, const char *op, ampc_dtype dflt, ampc_device dflt_dev, ampc_dtype *dtype,
-                      ampc_device *device) {
-    if (ampc_py_dtype(kw->dtype, dtype, op) < 0) return -1;
-    if (*dtype == AMPC_DTYPE_UNDEFINED) *dtype = dflt;
-    return ampc_py_device(kw->device, dflt_dev, device, op);
+/* The creation factories take no generator; full() reads its fill_value itself. */
+static const char *const full_kw[] = {"fill_value", NULL};
+static int parse_factory_kwargs(PyObject *kwargs, const char *op, int takes_size, ampc_py_factory_kw *kw) {
+    return ampc_py_parse_factory_kw(kwargs, op, takes_size, 0, takes_size == 2 ? full_kw : NULL, kw);
 }
 
+int ampc_py_factory_dtype_device(const ampc_py_factory_kw *kw, const char *op, ampc_dtype dflt_dtype,
+                                 ampc_device dflt_dev, ampc_dtype *dtype, ampc_device *device) {
+    if (ampc_py_dtype(kw->dtype, dtype, op) < 0) return -1;
+    if (*dtype == AMPC_DTYPE_UNDEFINED) *dtype = dflt_dtype;
+    return ampc_py_device(kw->device, dflt_dev, device, op);
+}
 /* Wraps the factory's result, applying requires_grad. */
 static PyObject *finish(ampc_tensor *t, int requires_grad) {
     if (!t) return ampc_py_raise();
@@ -89,7 +91,7 @@ int ampc_py_size_args(PyObject *args, PyObject *size_kw, int64_t *shape, const c
 }
 
 static PyObject *py_tensor(PyObject *unused, PyObject *args, PyObject *kwargs) {
-    factory_kw kw;
+    ampc_py_factory_kw kw;
     PyObject *data;
     ampc_dtype dtype;
     ampc_device device;
@@ -100,7 +102,7 @@ static PyObject *py_tensor(PyObject *unused, PyObject *args, PyObject *kwargs) {
     }
     data = PyTuple_GET_ITEM(args, 0);
     if (parse_factory_kwargs(kwargs, "tensor", 0, &kw) < 0) return NULL;
-    if (resolve_kw(&kw, "tensor", AMPC_DTYPE_UNDEFINED, ampc_cpu_device(), &dtype, &device) < 0) return NULL;
+    if (ampc_py_factory_dtype_device(&kw, "tensor", AMPC_DTYPE_UNDEFINED, ampc_cpu_device(), &dtype, &device) < 0) return NULL;
     if (AmpcTensor_Check(data) && !kw.device) device = ((AmpcTensorObject *)data)->t->device;
     return ampc_py_tensor_from_data(data, dtype, device, kw.requires_grad);
 }
@@ -147,7 +149,7 @@ static ampc_tensor *make_filled(int nd, const int64_t *shape, fill_kind fill, am
 }
 
 static PyObject *sized_factory(PyObject *args, PyObject *kwargs, const char *op, fill_kind fill) {
-    factory_kw kw;
+    ampc_py_factory_kw kw;
     int64_t shape[AMPC_MAX_DIMS];
     ampc_scalar value = ampc_scalar_int(0);
     ampc_dtype dtype;
@@ -181,7 +183,7 @@ static PyObject *sized_factory(PyObject *args, PyObject *kwargs, const char *op,
     }
     int nd = ampc_py_size_args(size_args, kw.size, shape, op);
     Py_DECREF(size_args);
-    if (nd < 0 || resolve_kw(&kw, op, dflt, ampc_cpu_device(), &dtype, &device) < 0) return NULL;
+    if (nd < 0 || ampc_py_factory_dtype_device(&kw, op, dflt, ampc_cpu_device(), &dtype, &device) < 0) return NULL;
     return finish(make_filled(nd, shape, fill, value, dtype, device), kw.requires_grad);
 }
 
@@ -192,7 +194,7 @@ static PyObject *py_full(PyObject *u, PyObject *a, PyObject *k) { return sized_f
 
 /* *_like(input, [fill_value], dtype=None, device=None, requires_grad=False) */
 static PyObject *like_factory(PyObject *args, PyObject *kwargs, const char *op, fill_kind fill) {
-    factory_kw kw;
+    ampc_py_factory_kw kw;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     Py_ssize_t want = fill == FILL_VALUE ? 2 : 1;
     PyObject *input = n >= 1 ? PyTuple_GET_ITEM(args, 0) : (kwargs ? PyDict_GetItemString(kwargs, "input") : NULL);
@@ -217,7 +219,7 @@ static PyObject *like_factory(PyObject *args, PyObject *kwargs, const char *op, 
     if (fill == FILL_VALUE && ampc_py_scalar(fill_o, &value, op, "fill_value") < 0) return NULL;
     ampc_dtype dtype;
     ampc_device device;
-    if (resolve_kw(&kw, op, t->dtype, t->device, &dtype, &device) < 0) return NULL;
+    if (ampc_py_factory_dtype_device(&kw, op, t->dtype, t->device, &dtype, &device) < 0) return NULL;
     return finish(make_filled(t->ndim, t->shape, fill, value, dtype, device), kw.requires_grad);
 }
 
@@ -242,7 +244,7 @@ static int range_number(PyObject *o, ampc_scalar *s, const char *op, const char 
 }
 
 static PyObject *py_arange(PyObject *unused, PyObject *args, PyObject *kwargs) {
-    factory_kw kw;
+    ampc_py_factory_kw kw;
     PyObject *pos[3] = {NULL, NULL, NULL};
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     if (n > 3) {
@@ -283,7 +285,7 @@ static PyObject *py_arange(PyObject *unused, PyObject *args, PyObject *kwargs) {
     bool any_float = start.kind == AMPC_SCALAR_FLOAT || end.kind == AMPC_SCALAR_FLOAT || step.kind == AMPC_SCALAR_FLOAT;
     ampc_dtype dtype;
     ampc_device device;
-    if (resolve_kw(&kw, "arange", any_float ? ampc_get_default_dtype() : AMPC_INT64, ampc_cpu_device(), &dtype,
+    if (ampc_py_factory_dtype_device(&kw, "arange", any_float ? ampc_get_default_dtype() : AMPC_INT64, ampc_cpu_device(), &dtype,
                    &device) < 0)
         return NULL;
     return finish(ampc_arange(ampc_scalar_to_double(start), ampc_scalar_to_double(end), ampc_scalar_to_double(step),
@@ -308,10 +310,10 @@ static PyObject *py_linspace(PyObject *unused, PyObject *args, PyObject *kwargs)
     }
     steps = PyLong_AsLongLong(steps_o);
     if (steps == -1 && PyErr_Occurred()) return NULL;
-    factory_kw kw = {k_dtype, k_device, NULL, k_rg ? PyObject_IsTrue(k_rg) : 0};
+    ampc_py_factory_kw kw = {.dtype = k_dtype, .device = k_device, .requires_grad = k_rg ? PyObject_IsTrue(k_rg) : 0};
     ampc_dtype dtype;
     ampc_device device;
-    if (kw.requires_grad < 0 || resolve_kw(&kw, "linspace", ampc_get_default_dtype(), ampc_cpu_device(), &dtype, &device) < 0)
+    if (kw.requires_grad < 0 || ampc_py_factory_dtype_device(&kw, "linspace", ampc_get_default_dtype(), ampc_cpu_device(), &dtype, &device) < 0)
         return NULL;
     return finish(ampc_linspace(ampc_scalar_to_double(start), ampc_scalar_to_double(end), steps, dtype, device),
                   kw.requires_grad);
@@ -335,10 +337,10 @@ static PyObject *py_eye(PyObject *unused, PyObject *args, PyObject *kwargs) {
         nm[i] = PyLong_AsLongLong(objs[i]);
         if (nm[i] == -1 && PyErr_Occurred()) return NULL;
     }
-    factory_kw kw = {k_dtype, k_device, NULL, k_rg ? PyObject_IsTrue(k_rg) : 0};
+    ampc_py_factory_kw kw = {.dtype = k_dtype, .device = k_device, .requires_grad = k_rg ? PyObject_IsTrue(k_rg) : 0};
     ampc_dtype dtype;
     ampc_device device;
-    if (kw.requires_grad < 0 || resolve_kw(&kw, "eye", ampc_get_default_dtype(), ampc_cpu_device(), &dtype, &device) < 0)
+    if (kw.requires_grad < 0 || ampc_py_factory_dtype_device(&kw, "eye", ampc_get_default_dtype(), ampc_cpu_device(), &dtype, &device) < 0)
         return NULL;
     return finish(ampc_eye(nm[0], nm[1], dtype, device), kw.requires_grad);
 }

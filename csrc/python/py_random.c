@@ -91,43 +91,11 @@ static int gen_exit(gen_scope *g) {
 
 /* ------------------------------------------------------------------ shared helpers */
 
-/* The keyword arguments of the random factories. */
-typedef struct factory_kw {
-    PyObject *dtype, *device, *generator, *size;
-    int requires_grad;
-} factory_kw;
-
-/* Accepts dtype, device, generator, requires_grad (+ size where allowed); tolerates layout,
- * pin_memory, memory_format; rejects out= and anything else. Keys in `skip` belong to the
- * caller (low/high/mean/std...). */
-static int parse_kw(PyObject *kwargs, const char *op, int takes_size, const char *const *skip, factory_kw *kw) {
-    memset(kw, 0, sizeof *kw);
-    if (!kwargs) return 0;
-    PyObject *k, *v;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(kwargs, &pos, &k, &v)) {
-        const char *name = PyUnicode_AsUTF8(k);
-        if (!name) return -1;
-        int skipped = 0;
-        for (int i = 0; skip && skip[i]; i++) skipped |= !strcmp(name, skip[i]);
-        if (skipped) continue;
-        if (!strcmp(name, "dtype")) kw->dtype = v;
-        else if (!strcmp(name, "device")) kw->device = v;
-        else if (!strcmp(name, "generator")) kw->generator = v;
-        else if (!strcmp(name, "size") && takes_size) kw->size = v;
-        else if (!strcmp(name, "requires_grad")) {
-            if ((kw->requires_grad = PyObject_IsTrue(v)) < 0) return -1;
-        } else if (!strcmp(name, "out")) {
-            if (v != Py_None) {
-                PyErr_Format(PyExc_NotImplementedError, "%s(): out= is not supported by ampc", op);
-                return -1;
-            }
-        } else if (strcmp(name, "layout") && strcmp(name, "pin_memory") && strcmp(name, "memory_format")) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", op, name);
-            return -1;
-        }
-    }
-    return 0;
+/* The random factories' keywords (ampc_py_parse_factory_kw, py_creation.c) add generator=. Keys
+ * in `skip` belong to the caller (low/high/mean/std...). */
+static int parse_kw(PyObject *kwargs, const char *op, int takes_size, const char *const *skip,
+                    ampc_py_factory_kw *kw) {
+    return ampc_py_parse_factory_kw(kwargs, op, takes_size, 1, skip, kw);
 }
 
 /* Applies requires_grad and wraps; steals t. */
@@ -244,13 +212,6 @@ static int size_of(PyObject *args, PyObject *size_kw, int64_t *shape, const char
     return ampc_py_int_list(src, shape, AMPC_MAX_DIMS, op, "size");
 }
 
-static int resolve_dtype_device(const factory_kw *kw, ampc_dtype dflt_dtype, ampc_device dflt_dev, ampc_dtype *dt,
-                                ampc_device *dev, const char *op) {
-    if (ampc_py_dtype(kw->dtype, dt, op) < 0) return -1;
-    if (*dt == AMPC_DTYPE_UNDEFINED) *dt = dflt_dtype;
-    return ampc_py_device(kw->device, dflt_dev, dev, op);
-}
-
 /* ------------------------------------------------------------------ seeds and state */
 
 static PyObject *py_manual_seed(PyObject *m, PyObject *arg) {
@@ -338,14 +299,14 @@ static PyObject *py_set_rng_state(PyObject *m, PyObject *args, PyObject *kwargs)
 /* ------------------------------------------------------------------ rand / randn */
 
 static PyObject *rand_common(PyObject *args, PyObject *kwargs, const char *op, fill_fn fill) {
-    factory_kw kw;
+    ampc_py_factory_kw kw;
     if (parse_kw(kwargs, op, 1, NULL, &kw) < 0) return NULL;
     int64_t shape[AMPC_MAX_DIMS];
     int nd = size_of(args, kw.size, shape, op);
     if (nd < 0) return NULL;
     ampc_dtype dt;
     ampc_device dev;
-    if (resolve_dtype_device(&kw, ampc_get_default_dtype(), ampc_cpu_device(), &dt, &dev, op) < 0) return NULL;
+    if (ampc_py_factory_dtype_device(&kw, op, ampc_get_default_dtype(), ampc_cpu_device(), &dt, &dev) < 0) return NULL;
     two_doubles p = {0.0, 1.0};
     return make_filled(nd, shape, dt, dev, kw.generator, kw.requires_grad, fill, &p, op);
 }
@@ -360,7 +321,7 @@ static PyObject *py_randn(PyObject *m, PyObject *args, PyObject *kwargs) {
 /* rand_like(input, *, dtype, device, requires_grad, ...) */
 static PyObject *like_common(PyObject *args, PyObject *kwargs, const char *op, fill_fn fill, const void *ctx,
                              const char *const *skip, int n_pos_max) {
-    factory_kw kw;
+    ampc_py_factory_kw kw;
     if (parse_kw(kwargs, op, 0, skip, &kw) < 0) return NULL;
     if (PyTuple_GET_SIZE(args) < 1 || PyTuple_GET_SIZE(args) > n_pos_max) {
         PyErr_Format(PyExc_TypeError, "%s() takes %d positional argument(s) but %zd were given", op, n_pos_max,
@@ -371,7 +332,7 @@ static PyObject *like_common(PyObject *args, PyObject *kwargs, const char *op, f
     if (!src) return NULL;
     ampc_dtype dt;
     ampc_device dev;
-    if (resolve_dtype_device(&kw, src->dtype, src->device, &dt, &dev, op) < 0) return NULL;
+    if (ampc_py_factory_dtype_device(&kw, op, src->dtype, src->device, &dt, &dev) < 0) return NULL;
     return make_filled(src->ndim, src->shape, dt, dev, kw.generator, kw.requires_grad, fill, ctx, op);
 }
 
@@ -422,7 +383,7 @@ static const char *const low_high_kw[] = {"low", "high", NULL};
 
 static PyObject *py_randint(PyObject *m, PyObject *args, PyObject *kwargs) {
     const char *op = "randint";
-    factory_kw kw;
+    ampc_py_factory_kw kw;
     if (parse_kw(kwargs, op, 1, low_high_kw, &kw) < 0) return NULL;
     /* randint(high, size) / randint(low, high, size): the size is the last positional unless
      * given as size=. */
@@ -444,7 +405,7 @@ static PyObject *py_randint(PyObject *m, PyObject *args, PyObject *kwargs) {
     if (nd < 0) return NULL;
     ampc_dtype dt;
     ampc_device dev;
-    if (resolve_dtype_device(&kw, AMPC_INT64, ampc_cpu_device(), &dt, &dev, op) < 0) return NULL;
+    if (ampc_py_factory_dtype_device(&kw, op, AMPC_INT64, ampc_cpu_device(), &dt, &dev) < 0) return NULL;
     return make_filled(nd, shape, dt, dev, kw.generator, kw.requires_grad, fill_random, &p, op);
 }
 
@@ -459,7 +420,7 @@ static PyObject *py_randint_like(PyObject *m, PyObject *args, PyObject *kwargs) 
 static PyObject *py_randperm(PyObject *m, PyObject *args, PyObject *kwargs) {
     const char *op = "randperm";
     static const char *const n_kw[] = {"n", NULL};
-    factory_kw kw;
+    ampc_py_factory_kw kw;
     if (parse_kw(kwargs, op, 0, n_kw, &kw) < 0) return NULL;
     PyObject *n_o = PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : (kwargs ? PyDict_GetItemString(kwargs, "n") : NULL);
     if (!n_o || PyTuple_GET_SIZE(args) > 1) {
@@ -470,7 +431,7 @@ static PyObject *py_randperm(PyObject *m, PyObject *args, PyObject *kwargs) {
     if (parse_i64(n_o, &n, op, "n") < 0) return NULL;
     ampc_dtype dt;
     ampc_device dev;
-    if (resolve_dtype_device(&kw, AMPC_INT64, ampc_cpu_device(), &dt, &dev, op) < 0) return NULL;
+    if (ampc_py_factory_dtype_device(&kw, op, AMPC_INT64, ampc_cpu_device(), &dt, &dev) < 0) return NULL;
     gen_scope g;
     if (gen_enter(&g, kw.generator, dev, op) < 0) return NULL;
     ampc_tensor *t = ampc_randperm(n, dt, dev);
@@ -520,7 +481,7 @@ static int is_number(PyObject *o) { return PyFloat_Check(o) || PyLong_Check(o) |
 static PyObject *py_normal(PyObject *m, PyObject *args, PyObject *kwargs) {
     const char *op = "normal";
     static const char *const own[] = {"mean", "std", NULL};
-    factory_kw kw;
+    ampc_py_factory_kw kw;
     if (parse_kw(kwargs, op, 1, own, &kw) < 0) return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     PyObject *mean = n > 0 ? PyTuple_GET_ITEM(args, 0) : (kwargs ? PyDict_GetItemString(kwargs, "mean") : NULL);
@@ -546,7 +507,7 @@ static PyObject *py_normal(PyObject *m, PyObject *args, PyObject *kwargs) {
         if (nd < 0) return NULL;
         ampc_dtype dt;
         ampc_device dev;
-        if (resolve_dtype_device(&kw, ampc_get_default_dtype(), ampc_cpu_device(), &dt, &dev, op) < 0) return NULL;
+        if (ampc_py_factory_dtype_device(&kw, op, ampc_get_default_dtype(), ampc_cpu_device(), &dt, &dev) < 0) return NULL;
         return make_filled(nd, shape, dt, dev, kw.generator, kw.requires_grad, fill_normal, &p, op);
     }
     if (size && size != Py_None) {

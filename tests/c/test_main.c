@@ -21,6 +21,7 @@ const char *ctest_current = "";
     X(reduce_var_norm_lse) X(reduce_empty) X(reduce_errors) X(cumsum) X(reduce_fp16_load_paths) \
     X(gemm_mm_float) X(gemm_strided_operands) X(gemm_large_blocks) X(gemm_integers) X(gemm_addmm) X(gemm_batched_broadcast) \
     X(gemm_matmul_ranks) X(gemm_zero_sizes) X(gemm_amx_kernel) X(gemm_backend_switch) X(gemm_errors) X(einsum_cases) X(gemm_autocast) \
+    X(autocast_rows_by_name) X(autocast_policies_output_dtypes) X(autocast_weight_cache_rules) X(autocast_cuda_ban) \
     X(index_select_all_forms) X(gather_and_scatter_add) X(index_add_dtypes) X(advanced_index_get_put) \
     X(masked_fill_and_nonzero) X(cat_stack_split) \
     X(ew_add_values_and_alpha) X(ew_scalar_operands_and_promotion) X(ew_integer_edge_cases) \
@@ -30,7 +31,8 @@ const char *ctest_current = "";
     X(creation_arange) X(creation_linspace) X(creation_eye) \
     X(optim_sgd_momentum_steps) X(optim_adam_skip_and_unscale) X(optim_master_weights_fp16) X(optim_strided_tensors) \
     X(optim_parallel_lists) X(optim_errors) \
-    X(multi_tensor_norm) X(multi_tensor_scale)
+    X(multi_tensor_norm) X(multi_tensor_scale) \
+    X(half_convert_fp16_all_values) X(half_convert_fp32_sweep)
 
 #define DECLARE(name) void ctest_##name(void);
 TESTS(DECLARE)

@@ -16,12 +16,20 @@ Beyond PyTorch (all opt-in, none on the hot path unless asked for):
                           (kept on the device, read only when asked)
   diagnose()              after a skipped step: the parameters whose grads held inf/NaN
 """
+import inspect
 import math
 import warnings
 from collections import abc, defaultdict
 from enum import Enum
 
 from .. import _C
+
+
+def _step_parameters(optimizer):
+    try:
+        return inspect.signature(optimizer.step).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return {}
 
 
 class OptState(Enum):
@@ -182,6 +190,19 @@ class GradScaler:
         optimizer_state = self._per_optimizer_states[id(optimizer)]
         if optimizer_state["stage"] is OptState.STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
+
+        if getattr(optimizer, "_step_supports_amp_scaling", False) and "grad_scaler" in _step_parameters(optimizer):
+            # PyTorch's legacy protocol: the optimizer gets the scaler itself and does the rest
+            warnings.warn(
+                "GradScaler is going to stop passing itself as a keyword argument to the passed "
+                "optimizer. In the near future GradScaler registers `grad_scale: Tensor` and "
+                "`found_inf: Tensor` to the passed optimizer and let the optimizer use them directly.",
+                FutureWarning,
+            )
+            kwargs.update({"grad_scaler": self})
+            retval = optimizer.step(*args, **kwargs)
+            optimizer_state["stage"] = OptState.STEPPED
+            return (retval, None) if return_found_inf else retval
 
         if getattr(optimizer, "_step_supports_amp_scaling", False):
             # ampc's sync-free path: one unscale + check pass (unless the user already ran

@@ -170,6 +170,10 @@ def silu(input, inplace=False):
     return _ampc().silu_(input) if inplace else _ampc().silu(input)
 
 
+def softplus(input, beta=1.0, threshold=20.0):
+    return _C.softplus(input, beta=beta, threshold=threshold)
+
+
 def sigmoid(input):
     return _ampc().sigmoid(input)
 

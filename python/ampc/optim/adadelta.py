@@ -1,7 +1,7 @@
 """Adadelta: PyTorch's algorithm (torch.optim.Adadelta) with weight decay and maximize, one fused C
 call per (device, dtype) group per step."""
 from .. import _C
-from .optimizer import Optimizer, _to_float
+from .optimizer import Optimizer, _check_lr, _to_float
 
 __all__ = ["Adadelta"]
 
@@ -11,10 +11,7 @@ class Adadelta(Optimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False, master_weights=False):
-        if isinstance(lr, _C.Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
         if not 0.0 <= eps:
@@ -30,12 +27,8 @@ class Adadelta(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-            group.setdefault("master_weights", False)
+        self._setdefault_groups(foreach=None, maximize=False, differentiable=False, capturable=False,
+                                master_weights=False)
 
     def _init_param_state(self, state, p, group, master):
         if "step" not in state:

@@ -2,7 +2,7 @@
 initial_accumulator_value and maximize, one fused C call per (device, dtype) group per step. As in
 PyTorch, the state of every parameter is created by the constructor."""
 from .. import _C
-from .optimizer import Optimizer, _to_float
+from .optimizer import Optimizer, _check_lr, _to_float
 
 __all__ = ["Adagrad"]
 
@@ -12,10 +12,7 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None, master_weights=False):
-        if isinstance(lr, _C.Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= lr_decay:
             raise ValueError(f"Invalid lr_decay value: {lr_decay}")
         if not 0.0 <= weight_decay:
@@ -40,12 +37,7 @@ class Adagrad(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
-            group.setdefault("master_weights", False)
+        self._setdefault_groups(foreach=None, maximize=False, differentiable=False, fused=None, master_weights=False)
 
     def _init_param_state(self, state, p, group, master):
         if "step" not in state:

@@ -3,7 +3,7 @@ including amsgrad and maximize, one fused C call per (device, dtype) group per s
 counter, the bias corrections derived from it and the skip on found_inf all live on the device.
 """
 from .. import _C
-from .optimizer import Optimizer, _to_float
+from .optimizer import Optimizer, _check_lr, _to_float
 
 __all__ = ["Adam"]
 
@@ -14,10 +14,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *, foreach=None,
                  maximize=False, capturable=False, differentiable=False, fused=None, decoupled_weight_decay=False,
                  master_weights=False):
-        if isinstance(lr, _C.Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= betas[0] < 1.0:
@@ -40,15 +37,8 @@ class Adam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
-            group.setdefault("master_weights", False)
+        self._setdefault_groups(amsgrad=False, maximize=False, foreach=None, capturable=False, differentiable=False,
+                                decoupled_weight_decay=False, fused=None, master_weights=False)
 
     def _init_param_state(self, state, p, group, master):
         if "step" not in state:

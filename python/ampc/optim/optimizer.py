@@ -69,6 +69,15 @@ def _to_float(x):
     return float(x.item()) if isinstance(x, _C.Tensor) else float(x)
 
 
+def _check_lr(lr):
+    """The learning-rate checks Adam, Adagrad, Adadelta and RMSprop share, with PyTorch's messages
+    (SGD tests `lr < 0.0` as PyTorch does, which lets NaN through, so it keeps its own)."""
+    if isinstance(lr, _C.Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
 class Optimizer:
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -106,6 +115,13 @@ class Optimizer:
             if name not in self.__dict__:
                 setattr(self, name, OrderedDict())
         self.defaults.setdefault("differentiable", False)
+
+    def _setdefault_groups(self, **defaults):
+        """For subclasses' __setstate__: options added after a checkpoint was pickled get their
+        defaults in every param group (each optimizer names its own)."""
+        for group in self.param_groups:
+            for key, value in defaults.items():
+                group.setdefault(key, value)
 
     def __repr__(self):
         format_string = self.__class__.__name__ + " ("
@@ -146,43 +162,33 @@ class Optimizer:
         hooked_step._ampc_hooked = True
         cls.step = hooked_step
 
-    def register_step_pre_hook(self, hook):
-        handle = _RemovableHandle(self._optimizer_step_pre_hooks)
-        self._optimizer_step_pre_hooks[handle.id] = hook
+    @staticmethod
+    def _add_hook(hooks, hook, prepend=False):
+        """What every register_*_hook does: file `hook` under a fresh handle in its ordered dict,
+        first instead of last with prepend=True."""
+        handle = _RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
         return handle
+
+    def register_step_pre_hook(self, hook):
+        return self._add_hook(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook):
-        handle = _RemovableHandle(self._optimizer_step_post_hooks)
-        self._optimizer_step_post_hooks[handle.id] = hook
-        return handle
+        return self._add_hook(self._optimizer_step_post_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook, prepend=False):
-        handle = _RemovableHandle(self._optimizer_state_dict_pre_hooks)
-        self._optimizer_state_dict_pre_hooks[handle.id] = hook
-        if prepend:
-            self._optimizer_state_dict_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return self._add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
 
     def register_state_dict_post_hook(self, hook, prepend=False):
-        handle = _RemovableHandle(self._optimizer_state_dict_post_hooks)
-        self._optimizer_state_dict_post_hooks[handle.id] = hook
-        if prepend:
-            self._optimizer_state_dict_post_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return self._add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
 
     def register_load_state_dict_pre_hook(self, hook, prepend=False):
-        handle = _RemovableHandle(self._optimizer_load_state_dict_pre_hooks)
-        self._optimizer_load_state_dict_pre_hooks[handle.id] = hook
-        if prepend:
-            self._optimizer_load_state_dict_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return self._add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
 
     def register_load_state_dict_post_hook(self, hook, prepend=False):
-        handle = _RemovableHandle(self._optimizer_load_state_dict_post_hooks)
-        self._optimizer_load_state_dict_post_hooks[handle.id] = hook
-        if prepend:
-            self._optimizer_load_state_dict_post_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return self._add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     # ------------------------------------------------------------------ state dict
     def _export_state(self, param, state):

@@ -1,7 +1,7 @@
 """RMSprop: PyTorch's algorithm (torch.optim.RMSprop) with momentum, centered, weight decay and
 maximize, one fused C call per (device, dtype) group per step."""
 from .. import _C
-from .optimizer import Optimizer, _to_float
+from .optimizer import Optimizer, _check_lr, _to_float
 
 __all__ = ["RMSprop"]
 
@@ -11,10 +11,7 @@ class RMSprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False, *, master_weights=False):
-        if isinstance(lr, _C.Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= momentum:
@@ -32,14 +29,8 @@ class RMSprop(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-            group.setdefault("master_weights", False)
+        self._setdefault_groups(momentum=0, centered=False, foreach=None, maximize=False, differentiable=False,
+                                capturable=False, master_weights=False)
 
     def _init_param_state(self, state, p, group, master):
         if "step" not in state:

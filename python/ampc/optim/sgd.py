@@ -38,13 +38,8 @@ class SGD(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
-            group.setdefault("master_weights", False)
+        self._setdefault_groups(nesterov=False, maximize=False, foreach=None, differentiable=False, fused=False,
+                                master_weights=False)
 
     def _init_param_state(self, state, p, group, master):
         if group["momentum"] != 0 and "momentum_buffer" not in state:

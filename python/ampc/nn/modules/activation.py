@@ -57,7 +57,12 @@ class Sigmoid(Module):
         return F.sigmoid(input)
 
 
-class Softmax(Module):
+class _DimSoftmax(Module):
+    """Softmax and LogSoftmax differ only in the function applied along `dim`; this base holds
+    the dim attribute (None on pickles from before it existed) and the repr they share."""
+
+    _fn = None  # F.softmax or F.log_softmax, set by the subclass
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
@@ -68,27 +73,18 @@ class Softmax(Module):
             self.dim = None
 
     def forward(self, input):
-        return F.softmax(input, self.dim, _stacklevel=5)
+        return self._fn(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"
 
 
-class LogSoftmax(Module):
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
+class Softmax(_DimSoftmax):
+    _fn = staticmethod(F.softmax)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        if not hasattr(self, "dim"):
-            self.dim = None
 
-    def forward(self, input):
-        return F.log_softmax(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
+class LogSoftmax(_DimSoftmax):
+    _fn = staticmethod(F.log_softmax)
 
 
 class MultiheadAttention(Module):

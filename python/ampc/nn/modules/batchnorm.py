@@ -3,9 +3,8 @@ running_mean, running_var, num_batches_tracked) in eval, as in PyTorch. momentum
 running statistics a cumulative average over all batches seen."""
 from ... import _C
 from .. import functional as F
-from .. import init
-from ..parameter import Parameter
 from .module import Module
+from .normalization import _make_affine_params, _reset_affine_params
 
 __all__ = ["BatchNorm1d", "BatchNorm2d"]
 
@@ -21,15 +20,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(_C.empty(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_C.empty(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _make_affine_params(self, affine, bias, num_features, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", _C.zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", _C.ones(num_features, device=device, dtype=dtype))
@@ -48,10 +39,7 @@ class _NormBase(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine_params(self, self.affine)
 
     def _check_input_dim(self, input):
         raise NotImplementedError

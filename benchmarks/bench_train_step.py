@@ -241,7 +241,8 @@ def piece_cases(lib, F, amp, batch, rng_seed=0):
 def profile(torch, args):
     for amp in (False, True):
         acases = piece_cases(ampc, AF, amp, args.batch)
-        tcases = piece_cases(torch, torch.nn.functional, amp, args.batch) if torch is not None else None
+        with_torch = torch is not None and not (amp and args.skip_torch_amp)
+        tcases = piece_cases(torch, torch.nn.functional, amp, args.batch) if with_torch else None
         rows = []
         total = [0.0, 0.0]
         for i, (name, f, fb) in enumerate(acases):
@@ -278,8 +279,8 @@ def main():
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--inner", type=int, default=3)
     p.add_argument("--skip-torch-amp", action="store_true",
-                   help="compare: no torch AMP run (its CPU fp16 convolutions take seconds per step); AMP "
-                        "is set beside torch FP32 instead")
+                   help="no torch AMP runs (its CPU fp16 convolutions take seconds per step); compare sets "
+                        "AMP beside torch FP32 instead, profile shows ampc's AMP pieces alone")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     args = p.parse_args()
     torch = try_import_torch()

@@ -467,3 +467,33 @@ def test_scale_sequence_matches_torch():
     assert scales_a == scales_t
     np.testing.assert_allclose(w_a.detach().numpy(), w_t.detach().numpy(), rtol=1e-5, atol=1e-6)
     assert sc_a.state_dict() == sc_t.state_dict()
+
+
+def test_fp16_params_with_master_weights_train_under_the_scaler():
+    """fp16 parameters, fp32 master weights in the optimizer: the scaler checks the fp16 grads
+    for inf/NaN and the optimizer divides by the scale in fp32 (no fp16 unscale, which PyTorch
+    refuses), matching an fp32 run of the same steps."""
+    import ampc.optim as optim
+
+    ampc.manual_seed(0)
+    w32 = ampc.randn(16, 8) * 0.1
+    x = ampc.randn(32, 8)
+    y = ampc.randn(32, 16)
+    w16 = w32.half().requires_grad_(True)
+    w_ref = w32.clone().requires_grad_(True)
+    opt16 = optim.SGD([w16], lr=0.1, master_weights=True)
+    opt32 = optim.SGD([w_ref], lr=0.1)
+    scaler = ampc.amp.GradScaler("cpu", init_scale=1024.0)
+    for _ in range(3):
+        opt16.zero_grad()
+        opt32.zero_grad()
+        loss16 = ((x.half() @ w16.t()).float() - y).pow(2).mean()
+        scaler.scale(loss16).backward()
+        scaler.step(opt16)
+        scaler.update()
+        loss32 = ((x @ w_ref.t()) - y).pow(2).mean()
+        loss32.backward()
+        opt32.step()
+    master = opt16.state[w16]["master_param"]
+    np.testing.assert_allclose(master.detach().numpy(), w_ref.detach().numpy(), rtol=2e-2, atol=2e-3)
+    assert scaler.stats()["skipped_steps"] == 0

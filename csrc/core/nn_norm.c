@@ -61,6 +61,20 @@ static ampc_tensor *reshaped(ampc_tensor *t, int nd, const int64_t *shape) {
     return v;
 }
 
+/* How every norm backward ends: on failure the grads are dropped; otherwise they are handed out,
+ * grad_input back in the input's shape (the kernels computed it for a flattened one). */
+static ampc_status hand_out_grads(ampc_status st, const ampc_tensor *input, ampc_tensor *gx, ampc_tensor *gw,
+                                  ampc_tensor *gb, ampc_tensor **grad_input, ampc_tensor **grad_weight,
+                                  ampc_tensor **grad_bias) {
+    if (st != AMPC_OK) {
+        release_outs(&gx, &gw, &gb);
+        return st;
+    }
+    *grad_input = reshaped(gx, input->ndim, input->shape);
+    *grad_weight = gw, *grad_bias = gb;
+    return AMPC_OK;
+}
+
 /* The tensors a norm node saves: input, mean, 1/std (or variance), and the weight when given. */
 static ampc_status saved_norm_tensors(ampc_node *node, const ampc_tensor **x, const ampc_tensor **mean,
                                       const ampc_tensor **inv, const ampc_tensor **w) {
@@ -250,13 +264,7 @@ ampc_status ampc_native_batch_norm_backward(const ampc_tensor *grad_out, const a
     }
     ampc_tensor *tmp[3] = {g, x, w};
     nn_release(3, tmp);
-    if (st != AMPC_OK) {
-        release_outs(&gx, &gw, &gb);
-        return st;
-    }
-    *grad_input = reshaped(gx, input->ndim, input->shape);
-    *grad_weight = gw, *grad_bias = gb;
-    return AMPC_OK;
+    return hand_out_grads(st, input, gx, gw, gb, grad_input, grad_weight, grad_bias);
 }
 
 static ampc_status batch_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
@@ -365,13 +373,7 @@ ampc_status ampc_native_layer_norm_backward(const ampc_tensor *grad_out, const a
     }
     ampc_tensor *tmp[3] = {g, x, w};
     nn_release(3, tmp);
-    if (st != AMPC_OK) {
-        release_outs(&gx, &gw, &gb);
-        return st;
-    }
-    *grad_input = reshaped(gx, input->ndim, input->shape);
-    *grad_weight = gw, *grad_bias = gb;
-    return AMPC_OK;
+    return hand_out_grads(st, input, gx, gw, gb, grad_input, grad_weight, grad_bias);
 }
 
 static ampc_status layer_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
@@ -469,13 +471,7 @@ ampc_status ampc_native_group_norm_backward(const ampc_tensor *grad_out, const a
     }
     ampc_tensor *tmp[5] = {g, x, w, mc, rc};
     nn_release(5, tmp);
-    if (st != AMPC_OK) {
-        release_outs(&gx, &gw, &gb);
-        return st;
-    }
-    *grad_input = reshaped(gx, input->ndim, input->shape);
-    *grad_weight = gw, *grad_bias = gb;
-    return AMPC_OK;
+    return hand_out_grads(st, input, gx, gw, gb, grad_input, grad_weight, grad_bias);
 }
 
 static ampc_status group_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {

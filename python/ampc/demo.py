@@ -101,6 +101,10 @@ def train_mode(mode, args, train, test, device):
     torch.manual_seed(args.seed)
     model = build_model(args.model).to(device)
     optimizer = optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    steps_per_epoch = len(train.targets) // args.batch_size
+    # One-cycle schedule: warm-up, then annealing to ~0, so the final weights (and the accuracy the
+    # table compares) do not depend on where a noisy high-lr walk happened to stop.
+    scheduler = optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=steps_per_epoch * args.epochs)
     # bf16 has fp32's exponent range: no loss scaling needed (nanoGPT PR #87), so no scaler there.
     scaler = GradScaler(device_type, init_scale=2.0 ** 16, enabled=use_amp and amp_dtype == torch.float16)
     _reset_peak(device)
@@ -123,6 +127,7 @@ def train_mode(mode, args, train, test, device):
             scaler.scale(loss).backward()
             scaler.step(optimizer)
             scaler.update()
+            scheduler.step()
             loss_value = loss.item()  # one read per step, for the curve
             dt = time.perf_counter() - t0
             step += 1
@@ -231,9 +236,9 @@ def write_outputs(out, results, args, device, text_table):
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m ampc.demo", description=__doc__.splitlines()[0])
     p.add_argument("--model", choices=["cnn", "mlp", "resnet18"], default="cnn")
-    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--lr", type=float, default=0.1, help="peak learning rate of the one-cycle schedule")
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda, cuda:N")
     p.add_argument("--amp-dtype", choices=["float16", "bfloat16"], default="float16")
     p.add_argument("--limit", type=int, default=None, help="train on the first N samples")

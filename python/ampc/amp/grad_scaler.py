@@ -207,10 +207,18 @@ class GradScaler:
         if getattr(optimizer, "_step_supports_amp_scaling", False):
             # ampc's sync-free path: one unscale + check pass (unless the user already ran
             # unscale_), then the optimizer skips on the device when found_inf != 0.
+            grad_scale = None
             if optimizer_state["stage"] is OptState.READY:
-                self.unscale_(optimizer)
+                if self._has_fp16_master_weights(optimizer):
+                    # fp16 grads of fp16 params with fp32 master weights: unscaling them in fp16
+                    # would underflow (why PyTorch refuses), so check only, and let the optimizer's
+                    # kernel divide by the scale in fp32 (PyTorch's fused-optimizer protocol).
+                    self._check_inf_per_device(optimizer)
+                    grad_scale = self._scale
+                else:
+                    self.unscale_(optimizer)
             found_inf = self._combined_found_inf(optimizer_state)
-            optimizer.grad_scale = None
+            optimizer.grad_scale = grad_scale
             optimizer.found_inf = found_inf
             try:
                 retval = optimizer.step(*args, **kwargs)
@@ -229,6 +237,11 @@ class GradScaler:
         optimizer_state["stage"] = OptState.STEPPED
         self._last_found_inf[id(optimizer)] = optimizer_state["found_inf_per_device"]
         return (retval, found_inf) if return_found_inf else retval
+
+    @staticmethod
+    def _has_fp16_master_weights(optimizer):
+        return any(group.get("master_weights", False) and p.grad is not None and p.grad.dtype == _C.float16
+                   for group in optimizer.param_groups for p in group["params"])
 
     def _combined_found_inf(self, optimizer_state):
         values = [t.to(self._scale.device, non_blocking=True) for t in optimizer_state["found_inf_per_device"].values()]

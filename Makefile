@@ -11,7 +11,7 @@ CBLAS_INC := $(firstword $(wildcard /usr/include/*-linux-gnu/openblas-pthread))
 CBLAS_FLAGS := $(if $(CBLAS_INC),-DAMPC_WITH_CBLAS=1 -I$(CBLAS_INC) -lopenblas,)
 SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all setup build ctest test pytest demo bench clean gpu-check
+.PHONY: all setup build ctest test pytest demo bench clean
 
 all: build
 
@@ -36,16 +36,14 @@ pytest: build
 test: ctest build
 	PYTHONPATH=python $(PYTHON_CMD) -m pytest tests -q
 
-demo: build
-	@EXTRAS=demo tools/setup-env.sh >/dev/null
-	$(DEMO_PYTHON_CMD) setup.py -q build_ext --inplace
+demo:
+	@mkdir -p build
+	flock build/.lock $(DEMO_PYTHON_CMD) setup.py -q build_ext --inplace
 	PYTHONPATH=python $(DEMO_PYTHON_CMD) -m ampc.demo
 
 bench: build
-	PYTHONPATH=python $(PYTHON_CMD) benchmarks/bench_ops.py
-
-gpu-check:
-	bash tools/gpu-check.sh
+	cd benchmarks && for b in bench_ops bench_gemm bench_autograd bench_scaler bench_optim bench_train; do \
+		PYTHONPATH=../python $(PYTHON_CMD) $$b.py || exit 1; done
 
 clean:
 	rm -rf build python/ampc/_C*.so

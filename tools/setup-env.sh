@@ -48,8 +48,6 @@ want="numpy pytest ml_dtypes torch setuptools"
 if ! .venv/bin/python -c "import $(echo $want | tr ' ' ',')" >/dev/null 2>&1; then
     log "installing Python packages into .venv (torch is the test oracle only)"
     .venv/bin/python -m pip install -q --upgrade pip >&2 || true
-    extras="test"
-    [ "${EXTRAS:-}" = demo ] && extras="test,demo"
     # Install the dependencies the project declares, without building the package yet.
     .venv/bin/python -m pip install -q setuptools wheel numpy pytest ml-dtypes "torch==2.13.0" >&2
     [ "${EXTRAS:-}" = demo ] && .venv/bin/python -m pip install -q tqdm matplotlib >&2

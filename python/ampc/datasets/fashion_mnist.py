@@ -33,8 +33,9 @@ def _open(root, name):
         f"'dataset-fashion-mnist' (apt-get install dataset-fashion-mnist) or pass root=")
 
 
-def read_idx(root, name, expected_count):
-    """Reads one IDX file into a uint8 array, checking magic, dims and size."""
+def read_idx(root, name, expected_count=None):
+    """Reads one IDX file into a uint8 array, checking magic, dims and size (and the item count
+    when expected_count is given)."""
     path, opener = _open(root, name)
     try:
         with opener(path, "rb") as f:
@@ -49,9 +50,11 @@ def read_idx(root, name, expected_count):
     dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
     header = 4 + 4 * ndim
     expected = int(np.prod(dims))
-    if dims[0] != expected_count or len(data) - header != expected:
-        raise ValueError(f"{path}: expected {expected_count} items and {expected} bytes of data, found "
-                         f"{dims[0]} items and {len(data) - header} bytes; the file is truncated or corrupted")
+    if len(data) - header != expected:
+        raise ValueError(f"{path}: the header promises {dims[0]} items ({expected} bytes of data) but the file "
+                         f"holds {len(data) - header} bytes; the file is truncated or corrupted")
+    if expected_count is not None and dims[0] != expected_count:
+        raise ValueError(f"{path}: expected {expected_count} items, found {dims[0]}")
     return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(dims)
 
 
@@ -68,8 +71,13 @@ class FashionMNIST:
 
         root = root or DEFAULT_ROOT
         images_name, labels_name, count = _FILES[bool(train)]
-        images = read_idx(root, images_name, count)
-        labels = read_idx(root, labels_name, count)
+        # The official files have exactly `count` items; a directory of one's own (root=) may
+        # hold any number, as long as images and labels agree.
+        official = root == DEFAULT_ROOT
+        images = read_idx(root, images_name, count if official else None)
+        labels = read_idx(root, labels_name, count if official else None)
+        if images.shape[0] != labels.shape[0]:
+            raise ValueError(f"{root}: {images.shape[0]} images but {labels.shape[0]} labels")
         if limit is not None:
             images, labels = images[:limit], labels[:limit]
         x = images.astype(np.float32)[:, None, :, :] / 255.0

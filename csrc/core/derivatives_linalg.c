@@ -33,8 +33,17 @@ static ampc_status mm_family_backward(ampc_node *n, ampc_tensor *const *go, ampc
         gi[o] = scaled(batched ? ad_bmm(G, bt) : ad_mm(G, bt), alpha);
     }
     if (n->needs_input_grad[o + 1]) { /* dB = alpha A^T dC */
-        ampc_tensor *at = ad_transpose(ad_saved(n, 0), r, r + 1);
-        gi[o + 1] = scaled(batched ? ad_bmm(at, G) : ad_mm(at, G), alpha);
+        if (!batched && n->attrs.n_ints > 0 && n->attrs.ints[0]) {
+            /* B was a transposed view (linear's weight.t()): form dB as (dC^T A)^T, a transposed view
+             * of a contiguous result, so TransposeBackward hands the weight a contiguous grad and
+             * AccumulateGrad never adds through a column-major layout (PyTorch's mm_mat2_backward). */
+            ampc_tensor *gt = ad_transpose(G, 0, 1);
+            ampc_tensor *p = ad_mm(gt, ad_saved(n, 0));
+            gi[o + 1] = scaled(ad_transpose(p, 0, 1), alpha);
+        } else {
+            ampc_tensor *at = ad_transpose(ad_saved(n, 0), r, r + 1);
+            gi[o + 1] = scaled(batched ? ad_bmm(at, G) : ad_mm(at, G), alpha);
+        }
     }
     return ad_done(n, gi);
 }
@@ -105,6 +114,9 @@ static ampc_status record_mm_like(const ampc_grad_rule *rule, const ampc_tensor 
     ampc_node_attrs at = {0};
     at.scalars[0] = ampc_scalar_float(alpha);
     at.scalars[1] = ampc_scalar_float(beta);
+    /* whether b is a column-major (transposed) 2-D view: its grad is then formed in that layout */
+    at.ints[0] = b->ndim == 2 && b->shape[0] > 1 && b->shape[1] > 1 && b->strides[0] == 1 && b->strides[1] != 1;
+    at.n_ints = 1;
     const ampc_tensor *ins[3] = {c, a, b};
     const ampc_tensor *saved[2] = {b->requires_grad ? a : NULL, a->requires_grad ? b : NULL};
     int o = c ? 0 : 1;

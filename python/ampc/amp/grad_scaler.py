@@ -240,8 +240,10 @@ class GradScaler:
 
     @staticmethod
     def _has_fp16_master_weights(optimizer):
-        return any(group.get("master_weights", False) and p.grad is not None and p.grad.dtype == _C.float16
-                   for group in optimizer.param_groups for p in group["params"])
+        # Groups without master weights cost one dict lookup: no per-parameter work on the hot path.
+        return any(group.get("master_weights", False)
+                   and any(p.grad is not None and p.grad.dtype == _C.float16 for p in group["params"])
+                   for group in optimizer.param_groups)
 
     def _combined_found_inf(self, optimizer_state):
         values = [t.to(self._scale.device, non_blocking=True) for t in optimizer_state["found_inf_per_device"].values()]

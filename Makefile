@@ -11,7 +11,7 @@ CBLAS_INC := $(firstword $(wildcard /usr/include/*-linux-gnu/openblas-pthread))
 CBLAS_FLAGS := $(if $(CBLAS_INC),-DAMPC_WITH_CBLAS=1 -I$(CBLAS_INC) -lopenblas,)
 SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all setup build ctest test pytest demo bench clean
+.PHONY: all setup build ctest test pytest demo bench clean test-emu
 
 all: build
 
@@ -35,6 +35,13 @@ pytest: build
 
 test: ctest build
 	PYTHONPATH=python $(PYTHON_CMD) -m pytest tests -q
+
+# The CUDA suites on the CUDA emulator (tools/cuda_emu/README.md): no GPU, a separate build in
+# build/emu (the in-place extension is not touched).
+test-emu:
+	@mkdir -p build/emu
+	flock build/emu.lock env AMPC_CUDA=emu $(PYTHON_CMD) setup.py -q build_ext
+	PYTHONPATH=build/emu/pkg $(PYTHON_CMD) -m pytest -o pythonpath=build/emu/pkg tests/test_cuda_*.py -q $(PYTEST_ARGS)
 
 demo:
 	@mkdir -p build

@@ -3,10 +3,14 @@ and (when nvcc is found and AMPC_CUDA is not 0) the CUDA backend.
 
 Environment:
   AMPC_CUDA=0        CPU-only build even where nvcc exists
+  AMPC_CUDA=emu      the CUDA backend built for the CUDA emulator (tools/cuda_emu: no GPU, no
+                     nvcc; g++ and fake CUDA headers): writes build/emu/lib and build/emu/pkg,
+                     never the in-place extension. AMPC_EMU_SANITIZE=1 adds ASan/UBSan.
   CUDA_HOME          where the CUDA toolkit is (else /usr/local/cuda, else nvcc on PATH)
   AMPC_BLAS=0        do not link a CBLAS (float32 GEMM uses ampc's blocked C kernel)
   AMPC_DEBUG=1       -O0 -g and sanitizer-friendly flags
   AMPC_JOBS=N        parallel compile jobs (default: number of CPUs)
+  AMPC_CUDA_ARCHS    GPU architectures, e.g. "90" (default "80;90", plus PTX of the last)
 """
 import glob
 import os
@@ -21,8 +25,12 @@ from setuptools.command.build_ext import build_ext
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
+EMU = os.environ.get("AMPC_CUDA") == "emu"
+EMU_DIR = os.path.join(ROOT, "tools", "cuda_emu")
+
+
 def find_cuda():
-    if os.environ.get("AMPC_CUDA", "1") == "0":
+    if os.environ.get("AMPC_CUDA", "1") in ("0", "emu"):
         return None
     for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
         if home and os.path.exists(os.path.join(home, "bin", "nvcc")):
@@ -46,6 +54,30 @@ def find_cblas():
     return None
 
 
+def find_cublas(cuda_home):
+    """(include dir, lib dir, [library file names]) of cuBLASLt and cuBLAS, or None."""
+    candidates = [(os.path.join(cuda_home, "include"), os.path.join(cuda_home, "lib64"))]
+    try:  # the nvidia-cublas wheel: nvidia/cu13/{include,lib} (CUDA 13) or nvidia/cublas/{include,lib}
+        import nvidia
+        for root in list(nvidia.__path__):
+            for sub in ("cu13", "cublas"):
+                candidates.append((os.path.join(root, sub, "include"), os.path.join(root, sub, "lib")))
+    except ImportError:
+        pass
+    for inc, lib in candidates:
+        if not os.path.exists(os.path.join(inc, "cublasLt.h")):
+            continue
+        names = []
+        for stem in ("libcublasLt.so", "libcublas.so"):
+            found = sorted(glob.glob(os.path.join(lib, stem + "*")), key=len)
+            if not found:
+                break
+            names.append(os.path.basename(found[0]))
+        if len(names) == 2:
+            return inc, lib, names
+    return None
+
+
 def sources(pattern):
     return sorted(glob.glob(os.path.join("csrc", pattern)))
 
@@ -65,6 +97,7 @@ library_dirs = []
 extra_link_args = ["-fopenmp"]
 runtime_library_dirs = []
 extra_objects = []
+extra_link_args_cuda = []
 
 try:
     import numpy
@@ -85,14 +118,55 @@ if CUDA_HOME:
     runtime_library_dirs.append(lib64)
     # cudart statically, so importing never needs libcudart.so; cuBLAS/cuBLASLt dynamically.
     libraries += ["cudart_static", "dl", "rt", "pthread"]
-    # cuBLAS is a separate package: a toolkit without it still builds (the GEMM path needs it).
-    if glob.glob(os.path.join(lib64, "libcublasLt.so*")) and glob.glob(os.path.join(lib64, "libcublas.so*")):
+    # cuBLAS/cuBLASLt: from the toolkit, or from PyPI's nvidia-cublas wheel (what PyTorch's CUDA
+    # wheels install). Linked dynamically with an rpath to where they were found.
+    CUBLAS = find_cublas(CUDA_HOME)
+    if CUBLAS:
+        cublas_inc, cublas_lib, cublas_names = CUBLAS
         define_macros.append(("AMPC_WITH_CUBLAS", "1"))
-        libraries += ["cublasLt", "cublas"]
+        include_dirs.append(cublas_inc)
+        library_dirs.append(cublas_lib)
+        runtime_library_dirs.append(cublas_lib)
+        extra_link_args_cuda = ["-l:" + n for n in cublas_names]
+    else:
+        print("ampc: cuBLAS not found (toolkit or nvidia-cublas wheel): CUDA GEMM will raise", file=sys.stderr)
+
+if EMU:  # the emulator's fake CUDA headers come before anything else
+    define_macros += [("AMPC_WITH_CUDA", "1"), ("AMPC_WITH_CUBLAS", "1"), ("AMPC_CUDA_EMULATED", "1")]
+    include_dirs.insert(0, os.path.join(EMU_DIR, "include"))
+    cuda_host_sources = sources("cuda/*.c")
+    extra_link_args_cuda = ["-lstdc++"]
+EMU_SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] if EMU and os.environ.get(
+    "AMPC_EMU_SANITIZE") == "1" else []
 
 c_flags = ["-std=c11", "-fopenmp", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-missing-field-initializers",
            "-fvisibility=hidden"]
 c_flags += ["-O0", "-g"] if DEBUG else ["-O3", "-fno-math-errno"]
+c_flags += EMU_SANITIZE
+extra_link_args += EMU_SANITIZE
+
+
+# Per-file nvcc flags. The optimizer and scaler kernels are memory-bound: without FMA contraction
+# they compute exactly what the CPU kernels compute (same optim_math.h / amp_math.h formulas).
+NVCC_FILE_FLAGS = {"cuda_optim.cu": ["-fmad=false"], "cuda_amp.cu": ["-fmad=false"]}
+
+
+def up_to_date(obj, src, fallback_newest):
+    """True when obj is newer than its source and every header it included (the compiler's
+    dependency file obj.d, written by -MMD/-MD); without one, newer than every header."""
+    if not os.path.exists(obj):
+        return False
+    t = os.path.getmtime(obj)
+    dep = obj + ".d"
+    if not os.path.exists(dep):
+        return t >= max(os.path.getmtime(src), fallback_newest)
+    with open(dep) as f:
+        words = f.read().replace("\\\n", " ").split()
+    deps = [w for w in words[1:] if not w.endswith(":")]
+    try:
+        return all(os.path.getmtime(d) <= t for d in deps + [src])
+    except OSError:  # a header was removed or renamed
+        return False
 
 
 class AmpcBuildExt(build_ext):
@@ -103,7 +177,10 @@ class AmpcBuildExt(build_ext):
         super().finalize_options()
         # Objects of a CUDA build and a CPU-only build differ (AMPC_WITH_CUDA): keep them apart so
         # switching AMPC_CUDA never links stale objects.
-        self.build_temp = os.path.join(self.build_temp, "cuda" if CUDA_HOME else "cpu")
+        self.build_temp = os.path.join(self.build_temp, "emu" if EMU else "cuda" if CUDA_HOME else "cpu")
+        if EMU:  # never the in-place extension others use
+            self.inplace = 0
+            self.build_lib = os.path.join(ROOT, "build", "emu", "lib")
         # Always enter build_extension: the per-object time check below decides what to compile.
         # (setuptools' own check compares sources with the finished .so, which misses a source
         # edited while an earlier build was running.)
@@ -111,6 +188,7 @@ class AmpcBuildExt(build_ext):
 
     def build_extension(self, ext):
         self._compile_cuda(ext)
+        self._compile_emu(ext)
         compiler = self.compiler
         original_compile = compiler.compile
         jobs = int(os.environ.get("AMPC_JOBS", os.cpu_count() or 2))
@@ -123,10 +201,11 @@ class AmpcBuildExt(build_ext):
 
             def one(pair):
                 src, obj = pair
-                if os.path.exists(obj) and os.path.getmtime(obj) >= max(os.path.getmtime(src), newest_header):
+                if up_to_date(obj, src, newest_header):
                     return obj
                 original_compile([src], output_dir=output_dir, macros=macros, include_dirs=include_dirs,
-                                 debug=debug, extra_preargs=extra_preargs, extra_postargs=extra_postargs)
+                                 debug=debug, extra_preargs=extra_preargs,
+                                 extra_postargs=list(extra_postargs or []) + ["-MMD", "-MF", obj + ".d"])
                 return obj
 
             with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -145,24 +224,84 @@ class AmpcBuildExt(build_ext):
         nvcc = os.path.join(CUDA_HOME, "bin", "nvcc")
         out_dir = os.path.join(self.build_temp, "cuda")
         os.makedirs(out_dir, exist_ok=True)
-        arch = ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90",
-                "-gencode=arch=compute_90,code=compute_90"]
+        # sm_80 and sm_90 machine code plus PTX of the newest for later GPUs; AMPC_CUDA_ARCHS="90"
+        # builds one architecture (a quicker compile while developing, or on the GPU host).
+        archs = [a for a in os.environ.get("AMPC_CUDA_ARCHS", "80;90").replace(",", ";").split(";") if a]
+        arch = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
+        arch.append(f"-gencode=arch=compute_{archs[-1]},code=compute_{archs[-1]}")
         flags = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC,-fvisibility=hidden", "--expt-relaxed-constexpr",
                  "-DAMPC_WITH_CUDA=1", "-I" + os.path.join(ROOT, "csrc")] + arch
+        flags += ["-I" + d for d in include_dirs if d != os.path.join(ROOT, "csrc")]
+        flags += ["-D%s=%s" % (k, v) for k, v in define_macros if k == "AMPC_WITH_CUBLAS"]
         headers = glob.glob("csrc/**/*.h", recursive=True) + glob.glob("csrc/**/*.cuh", recursive=True)
         newest_header = max((os.path.getmtime(h) for h in headers), default=0)
         jobs = int(os.environ.get("AMPC_JOBS", os.cpu_count() or 2))
 
         def one(src):
             obj = os.path.join(out_dir, os.path.basename(src) + ".o")
-            if not (os.path.exists(obj) and os.path.getmtime(obj) >= max(os.path.getmtime(src), newest_header)):
-                cmd = [nvcc, "-c", src, "-o", obj] + flags
+            if not up_to_date(obj, src, newest_header):
+                cmd = [nvcc, "-c", src, "-o", obj, "-MD", "-MF", obj + ".d"] + flags + NVCC_FILE_FLAGS.get(
+                    os.path.basename(src), [])
                 print(" ".join(cmd), flush=True)
                 subprocess.check_call(cmd)
             return obj
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             ext.extra_objects = list(pool.map(one, cu_sources)) + list(ext.extra_objects or [])
+
+
+    def _compile_emu(self, ext):
+        """AMPC_CUDA=emu: every csrc/cuda/*.cu through tools/cuda_emu/gen.py, compiled as C++ with
+        g++ against the emulator's headers, plus the emulator itself."""
+        if not EMU:
+            return
+        gen_dir = os.path.join(self.build_temp, "gen")
+        subprocess.check_call([sys.executable, os.path.join(EMU_DIR, "gen.py"), gen_dir] + sources("cuda/*.cu") +
+                              sources("cuda/*.cuh"))
+        out_dir = os.path.join(self.build_temp, "emu_obj")
+        os.makedirs(out_dir, exist_ok=True)
+        flags = ["-x", "c++", "-std=c++17", "-O2", "-g1", "-fPIC", "-fvisibility=hidden", "-fno-math-errno",
+                 "-Wall", "-Wno-unused-function", "-Wno-unknown-pragmas", "-Wno-unused-variable",
+                 "-Wno-unused-but-set-variable"] + EMU_SANITIZE
+        flags += ["-I" + d for d in include_dirs]
+        flags += ["-I" + os.path.join(ROOT, "csrc", "cuda")]
+        flags += ["-D%s=%s" % (k, v) for k, v in define_macros]
+        srcs = [os.path.join(gen_dir, os.path.basename(s)) for s in sources("cuda/*.cu")]
+        srcs += [os.path.join(EMU_DIR, "emu_runtime.cpp"), os.path.join(EMU_DIR, "emu_cublaslt.cpp")]
+        jobs = int(os.environ.get("AMPC_JOBS", os.cpu_count() or 2))
+
+        def one(src):
+            obj = os.path.join(out_dir, os.path.basename(src) + ".o")
+            if not up_to_date(obj, src, float("inf")):
+                cmd = ["g++"] + flags + ["-c", src, "-o", obj, "-MMD", "-MF", obj + ".d"]
+                print(" ".join(cmd), flush=True)
+                subprocess.check_call(cmd)
+            return obj
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            ext.extra_objects = list(pool.map(one, srcs)) + list(ext.extra_objects or [])
+
+    def run(self):
+        super().run()
+        if EMU:
+            emu_package(self.build_lib)
+
+
+def emu_package(build_lib):
+    """build/emu/pkg/ampc: python/ampc's files (symlinks) with the emulated build's _C, so that
+    PYTHONPATH=build/emu/pkg imports it without touching python/ampc/_C*.so."""
+    pkg = os.path.join(ROOT, "build", "emu", "pkg", "ampc")
+    if os.path.isdir(pkg):
+        shutil.rmtree(pkg)
+    os.makedirs(pkg)
+    src = os.path.join(ROOT, "python", "ampc")
+    for name in os.listdir(src):
+        if name.startswith("_C.") and name.endswith(".so") or name == "__pycache__":
+            continue
+        os.symlink(os.path.join(src, name), os.path.join(pkg, name))
+    for so in glob.glob(os.path.join(build_lib, "ampc", "_C*.so")):
+        os.symlink(so, os.path.join(pkg, os.path.basename(so)))
+    print("ampc: emulated CUDA build in", pkg, flush=True)
 
 
 ext = Extension(
@@ -174,7 +313,7 @@ ext = Extension(
     library_dirs=library_dirs,
     runtime_library_dirs=runtime_library_dirs,
     extra_compile_args=c_flags,
-    extra_link_args=extra_link_args + (["-lstdc++"] if CUDA_HOME else []),
+    extra_link_args=extra_link_args + extra_link_args_cuda + (["-lstdc++"] if CUDA_HOME else []),
     extra_objects=extra_objects,
 )
 

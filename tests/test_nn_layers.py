@@ -747,3 +747,15 @@ def test_parameters_to_vector_and_back():
     np.testing.assert_array_equal(am[1].bias.detach().numpy(), np.arange(v.numel() - 2, v.numel()))
     with pytest.raises(TypeError, match="expected torch.Tensor, but got: list"):
         nn.utils.vector_to_parameters([1.0], am.parameters())
+
+
+def test_norm_backward_without_input_grad():
+    """Only the affine parameters need grads: the backward kernel gets no grad-input output
+    (a NULL out[0]) and still computes grad weight and grad bias (was a crash in dispatch)."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    for mod in (ampc.nn.LayerNorm(8), ampc.nn.BatchNorm1d(8), ampc.nn.GroupNorm(2, 8)):
+        x = ampc.tensor(rng.standard_normal((4, 8)).astype(np.float32))
+        mod(x).pow(2).sum().backward()
+        assert mod.weight.grad is not None and mod.bias.grad is not None
+        assert np.isfinite(mod.weight.grad.numpy()).all()

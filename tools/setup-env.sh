@@ -52,4 +52,12 @@ if ! .venv/bin/python -c "import $(echo $want | tr ' ' ',')" >/dev/null 2>&1; th
     .venv/bin/python -m pip install -q setuptools wheel numpy pytest ml-dtypes "torch==2.13.0" >&2
     [ "${EXTRAS:-}" = demo ] && .venv/bin/python -m pip install -q tqdm matplotlib >&2
 fi
+# The CUDA build links cuBLAS/cuBLASLt; a toolkit without them (as on CI) takes them from PyPI's
+# nvidia-cublas wheel, the one PyTorch's CUDA wheels use.
+cuda_home="${CUDA_HOME:-/usr/local/cuda}"
+if [ "${AMPC_CUDA:-1}" != 0 ] && [ -x "$cuda_home/bin/nvcc" ] && ! ls "$cuda_home"/lib64/libcublasLt.so* >/dev/null 2>&1 &&
+   ! .venv/bin/python -c "import nvidia, glob, os, sys; sys.exit(not any(glob.glob(os.path.join(p, '*', 'lib', 'libcublasLt.so*')) for p in nvidia.__path__))" >/dev/null 2>&1; then
+    log "installing nvidia-cublas into .venv (cuBLAS for the CUDA build)"
+    .venv/bin/python -m pip install -q "nvidia-cublas==13.1.1.3" >&2 || log "nvidia-cublas failed: CUDA GEMM will be unavailable"
+fi
 echo "$PWD/.venv/bin/python"

@@ -1,4 +1,4 @@
-/* device.c: the registry of per-device allocators and device counts. */
+/* device.c: the registry of per-device allocators (and the pinned host one) and device counts. */
 #include "device.h"
 
 #include <stdio.h>
@@ -21,6 +21,11 @@ void ampc_register_allocator(ampc_device_type type, const ampc_allocator *alloc)
 const ampc_allocator *ampc_get_allocator(ampc_device_type type) {
     return (type >= 0 && type < AMPC_NUM_DEVICE_TYPES) ? allocators[type] : NULL;
 }
+
+static const ampc_allocator *pinned_allocator;
+
+void ampc_register_pinned_allocator(const ampc_allocator *alloc) { pinned_allocator = alloc; }
+const ampc_allocator *ampc_get_pinned_allocator(void) { return pinned_allocator; }
 
 void ampc_register_device_count(ampc_device_type type, int (*count)(void)) { device_counts[type] = count; }
 

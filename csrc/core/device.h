@@ -32,9 +32,17 @@ static inline bool ampc_device_eq(ampc_device a, ampc_device b) {
 const char *ampc_device_str(ampc_device d, char *buf, size_t cap);
 
 /* Memory statistics of one device's allocator (bytes). On the CPU they count tensor storage
- * allocated by ampc, which is what the demo reports as the CPU's peak memory. */
+ * allocated by ampc, which is what the demo reports as the CPU's peak memory. The counters after
+ * num_allocs are kept by caching allocators (CUDA: core/caching_allocator.h) and zero elsewhere. */
 typedef struct ampc_memory_stats {
     int64_t allocated, peak_allocated, reserved, peak_reserved, num_allocs;
+    int64_t num_frees;         /* blocks returned to the cache */
+    int64_t active_blocks;     /* blocks handed out now */
+    int64_t segments;          /* segments held from the driver now */
+    int64_t num_device_allocs; /* segments ever allocated from the driver (cudaMalloc calls) */
+    int64_t num_device_frees;  /* segments ever returned to it (cudaFree calls) */
+    int64_t num_alloc_retries; /* failed driver allocations retried after freeing the cache */
+    int64_t num_ooms;          /* requests that failed with out of memory */
 } ampc_memory_stats;
 
 /* The hooks a device backend provides. */
@@ -52,6 +60,13 @@ typedef struct ampc_allocator {
 
 void ampc_register_allocator(ampc_device_type type, const ampc_allocator *alloc);
 const ampc_allocator *ampc_get_allocator(ampc_device_type type); /* NULL if not built/available */
+
+/* Page-locked ("pinned") host memory, which GPUs read and write directly, so host<->device copies
+ * from it can be asynchronous. The CUDA backend registers it (cudaHostAlloc); without a GPU
+ * there is none. Its storage is CPU storage with `pinned` set (storage.h): the CPU kernels treat
+ * it as any host memory. Only alloc, free, stats, reset_peak and empty_cache are used. */
+void ampc_register_pinned_allocator(const ampc_allocator *alloc);
+const ampc_allocator *ampc_get_pinned_allocator(void); /* NULL without a GPU */
 
 /* Number of devices of a type (CPU: 1; CUDA: 0 when no driver/GPU or a CPU-only build). */
 int ampc_device_count(ampc_device_type type);

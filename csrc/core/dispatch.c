@@ -23,7 +23,13 @@ ampc_op_kind ampc_op_kind_of(ampc_op op) { return op_kinds[op]; }
 void ampc_register_kernel(ampc_device_type dev, ampc_op op, ampc_kernel_fn fn) { kernels[dev][op] = fn; }
 
 ampc_status ampc_dispatch(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_tensor *first = args->n_out ? args->out[0] : args->in[0];
+    /* The device of the first tensor present: an nn backward may leave out[0] NULL (no grad
+     * wanted for the input) and still compute grad weight. */
+    const ampc_tensor *first = NULL;
+    for (int i = 0; i < args->n_out && !first; i++) first = args->out[i];
+    for (int i = 0; i < args->n_in && !first; i++) first = args->in[i];
+    if (!first && args->n_list) first = args->list[0];
+    if (!first) return ampc_set_error(AMPC_E_RUNTIME, "%s: called without any tensor", op_names[op]);
     ampc_device dev = first->device;
     char d0[32], d1[32];
     for (int i = 0; i < args->n_in; i++)

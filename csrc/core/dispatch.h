@@ -64,6 +64,18 @@ ampc_status ampc_dispatch(ampc_op op, const ampc_kernel_args *args);
 /* Registers every built-in backend once (CPU always; CUDA when compiled and available). */
 void ampc_init_backends(void);
 
+/* Process-wide numeric switches of the device backends, PyTorch's torch.backends flags (global,
+ * not per thread, as in PyTorch). Read by the kernels at each call (backends.c). */
+typedef enum ampc_backend_flag {
+    AMPC_CUBLAS_ALLOW_TF32,                   /* backends.cuda.matmul.allow_tf32, default false */
+    AMPC_CUBLAS_ALLOW_FP16_REDUCED_REDUCTION, /* ...allow_fp16_reduced_precision_reduction, true */
+    AMPC_CUBLAS_ALLOW_BF16_REDUCED_REDUCTION, /* ...allow_bf16_reduced_precision_reduction, true */
+    AMPC_CUDNN_ALLOW_TF32,                    /* backends.cudnn.allow_tf32, default true */
+    AMPC_NUM_BACKEND_FLAGS
+} ampc_backend_flag;
+bool ampc_backend_flag_get(ampc_backend_flag flag);
+void ampc_backend_flag_set(ampc_backend_flag flag, bool value);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,7 +10,8 @@
  *
  * Everything is AMPC_HD (half.h): `static inline` in C11, `__host__ __device__` under nvcc, so the
  * CUDA kernels include this header unchanged. Names end in _f (float), _d (double) or the
- * integer type (_i64, _i32, _u8), after the prefix ampc_math_. */
+ * integer type (_i64, _i32, _u8), after the prefix ampc_math_. The last section (ampc_ew_*) is
+ * host code: how scalar operands and parameters are converted before a kernel runs. */
 #ifndef AMPC_ELEMENTWISE_MATH_H
 #define AMPC_ELEMENTWISE_MATH_H
 
@@ -19,6 +20,7 @@
 #include <stdint.h>
 
 #include "half.h"
+#include "scalar.h"
 
 /* ---- floating point: one body, stamped out for float (libm's *f functions) and double ----
  * T: the type, S: the name suffix, M(fn): the libm function for T. */
@@ -154,7 +156,151 @@ AMPC_HD uint8_t ampc_math_powi_u8(uint8_t a, uint8_t b) {
     return (uint8_t)result;
 }
 
+/* ---- fp16/bf16 floor division, rounded after every step ----
+ * torch's CPU floor division of fp16/bf16 tensors runs on Vectorized<Half/BFloat16>, which rounds
+ * to the 16-bit type after every step of the formula (only a scalar divisor takes the float
+ * path). This is that stepwise form, so CPU and GPU agree with torch bit for bit. */
+AMPC_HD float ampc_math_round_through_f16(float x) { return ampc_half_to_f32(ampc_f32_to_half(x)); }
+AMPC_HD float ampc_math_round_through_bf16(float x) { return ampc_bf16_to_f32(ampc_f32_to_bf16(x)); }
+#define AMPC_DEFINE_FLOOR_DIVIDE_STEPWISE(S)                                                      \
+    AMPC_HD float ampc_math_floor_divide_stepwise_##S(float a, float b) {                         \
+        if (b == 0) return a / b;                                                                 \
+        float mod = ampc_math_round_through_##S(fmodf(a, b));                                     \
+        float div = ampc_math_round_through_##S(ampc_math_round_through_##S(a - mod) / b);        \
+        if (mod != 0 && ((b < 0) != (mod < 0))) div = ampc_math_round_through_##S(div - 1);       \
+        if (div == 0) return copysignf(0, ampc_math_round_through_##S(a / b));                    \
+        float floordiv = floorf(div);                                                             \
+        if (ampc_math_round_through_##S(div - floordiv) > 0.5f)                                   \
+            floordiv = ampc_math_round_through_##S(floordiv + 1);                                 \
+        return floordiv;                                                                          \
+    }
+AMPC_DEFINE_FLOOR_DIVIDE_STEPWISE(f16)
+AMPC_DEFINE_FLOOR_DIVIDE_STEPWISE(bf16)
+
 #undef AMPC_DEFINE_FLOAT_MATH
 #undef AMPC_DEFINE_INT_MATH
+#undef AMPC_DEFINE_FLOOR_DIVIDE_STEPWISE
+
+/* ---- host side: how scalar operands and op parameters reach a kernel ----
+ * A scalar operand (a Python number, a 0-dim CPU tensor), alpha, clamp bounds and softplus's
+ * beta/threshold are converted once on the host, here, and passed to the kernel by value; both
+ * backends use these functions so a scalar reads the same on every device. Host-only (plain
+ * static inline, not AMPC_HD): they take ampc_scalar. Names start with ampc_ew_. */
+
+/* `v` in the opmath type of `dt` (float for float32/float16/bfloat16, double for float64, the
+ * type itself otherwise), written to dst[0..8). Integer dtypes take integers modulo their width,
+ * as torch's Scalar.to<T>() does; a float scalar outside int64's range becomes 0. */
+static inline void ampc_ew_scalar_as_opmath(ampc_dtype dt, ampc_scalar v, unsigned char *dst) {
+    bool is_float = v.kind == AMPC_SCALAR_FLOAT;
+    double f = ampc_scalar_to_double(v);
+    int64_t i = is_float ? (f >= -9.2e18 && f <= 9.2e18 ? (int64_t)f : 0) : ampc_scalar_to_int(v);
+    switch (dt) {
+    case AMPC_FLOAT32:
+    case AMPC_FLOAT16:
+    case AMPC_BFLOAT16: {
+        float x = is_float ? (float)f : (float)i; /* int64 -> float directly: one rounding */
+        memcpy(dst, &x, sizeof x);
+        break;
+    }
+    case AMPC_FLOAT64: {
+        double x = is_float ? f : (double)i;
+        memcpy(dst, &x, sizeof x);
+        break;
+    }
+    case AMPC_INT64: memcpy(dst, &i, sizeof i); break;
+    case AMPC_INT32: {
+        int32_t x = (int32_t)(uint32_t)(uint64_t)i;
+        memcpy(dst, &x, sizeof x);
+        break;
+    }
+    case AMPC_UINT8: {
+        uint8_t x = (uint8_t)(uint64_t)i;
+        memcpy(dst, &x, sizeof x);
+        break;
+    }
+    case AMPC_BOOL: {
+        bool x = is_float ? f != 0 : i != 0;
+        memcpy(dst, &x, sizeof x);
+        break;
+    }
+    default: break;
+    }
+}
+
+/* `v` as one stored element of `dt` (fp16/bf16 rounded once from float), written to
+ * dst[0..itemsize): the scalar branches of where. */
+static inline void ampc_ew_scalar_as_element(ampc_dtype dt, ampc_scalar v, unsigned char *dst) {
+    double f = ampc_scalar_to_double(v);
+    int64_t i = v.kind == AMPC_SCALAR_FLOAT ? (f >= -9.2e18 && f <= 9.2e18 ? (int64_t)f : 0) : ampc_scalar_to_int(v);
+    double x = v.kind == AMPC_SCALAR_FLOAT ? f : (double)i;
+    switch (dt) {
+    case AMPC_FLOAT32: {
+        float e = (float)x;
+        memcpy(dst, &e, sizeof e);
+        break;
+    }
+    case AMPC_FLOAT16: {
+        ampc_half e = ampc_f32_to_half((float)x);
+        memcpy(dst, &e, sizeof e);
+        break;
+    }
+    case AMPC_BFLOAT16: {
+        ampc_bfloat16 e = ampc_f32_to_bf16((float)x);
+        memcpy(dst, &e, sizeof e);
+        break;
+    }
+    case AMPC_FLOAT64: memcpy(dst, &x, sizeof x); break;
+    case AMPC_INT64: memcpy(dst, &i, sizeof i); break;
+    case AMPC_INT32: {
+        int32_t e = (int32_t)(uint32_t)(uint64_t)i;
+        memcpy(dst, &e, sizeof e);
+        break;
+    }
+    case AMPC_UINT8: {
+        uint8_t e = (uint8_t)(uint64_t)i;
+        memcpy(dst, &e, sizeof e);
+        break;
+    }
+    default: {
+        bool e = v.kind == AMPC_SCALAR_FLOAT ? (f != 0) : (i != 0);
+        memcpy(dst, &e, sizeof e);
+        break;
+    }
+    }
+}
+
+/* The value an absent (None) clamp bound stands for in `dt`. */
+static inline ampc_scalar ampc_ew_clamp_open_bound(ampc_dtype dt, bool upper) {
+    switch (dt) {
+    case AMPC_INT64: return ampc_scalar_int(upper ? INT64_MAX : INT64_MIN);
+    case AMPC_INT32: return ampc_scalar_int(upper ? INT32_MAX : INT32_MIN);
+    case AMPC_UINT8: return ampc_scalar_int(upper ? 255 : 0);
+    case AMPC_BOOL: return ampc_scalar_bool(upper);
+    default: return ampc_scalar_float(upper ? INFINITY : -INFINITY);
+    }
+}
+
+/* x ** e with a scalar e: torch multiplies for 2 and 3 (and -2 for floats) and calls sqrt,
+ * rsqrt or reciprocal for 0.5, -0.5 and -1 (floats) instead of pow. */
+typedef enum ampc_pow_form {
+    AMPC_POW_GENERAL,
+    AMPC_POW_SQUARE,
+    AMPC_POW_CUBE,
+    AMPC_POW_INV_SQUARE,
+    AMPC_POW_SQRT,
+    AMPC_POW_RSQRT,
+    AMPC_POW_RECIPROCAL
+} ampc_pow_form;
+
+static inline ampc_pow_form ampc_ew_pow_scalar_form(bool floating, double e) {
+    if (e == 2) return AMPC_POW_SQUARE;
+    if (e == 3) return AMPC_POW_CUBE;
+    if (!floating) return AMPC_POW_GENERAL;
+    if (e == -2) return AMPC_POW_INV_SQUARE;
+    if (e == 0.5) return AMPC_POW_SQRT;
+    if (e == -0.5) return AMPC_POW_RSQRT;
+    if (e == -1) return AMPC_POW_RECIPROCAL;
+    return AMPC_POW_GENERAL;
+}
 
 #endif

@@ -8,6 +8,7 @@
 #ifndef AMPC_STORAGE_H
 #define AMPC_STORAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,10 +26,14 @@ typedef struct ampc_storage {
     int64_t version;
     void (*release)(void *ctx); /* external owner's release; NULL when ampc owns `data` */
     void *release_ctx;
+    bool pinned; /* CPU storage in page-locked memory from the pinned allocator (device.h) */
 } ampc_storage;
 
 /* New owning storage of `nbytes` on `device`; contents uninitialised. */
 ampc_storage *ampc_storage_new(ampc_device device, size_t nbytes);
+/* New owning CPU storage in pinned host memory (ampc_get_pinned_allocator); fails with a
+ * RuntimeError without a GPU. */
+ampc_storage *ampc_storage_new_pinned(size_t nbytes);
 /* Storage over memory owned elsewhere; `release(ctx)` runs when the last reference is dropped. */
 ampc_storage *ampc_storage_wrap(ampc_device device, void *data, size_t nbytes,
                                 void (*release)(void *ctx), void *ctx);

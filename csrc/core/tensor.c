@@ -545,6 +545,8 @@ ampc_status ampc_copy_(ampc_tensor *dst, const ampc_tensor *src) {
     args.n_out = 1;
     args.in[0] = src;
     args.n_in = 1;
+    args.ints[0] = ampc_non_blocking();
+    args.n_ints = 1;
     AMPC_TRY(ampc_dispatch(AMPC_OP_COPY, &args));
     dst->storage->version++;
     return AMPC_OK;
@@ -577,6 +579,40 @@ ampc_tensor *ampc_to(const ampc_tensor *t, ampc_dtype dtype, ampc_device device,
     }
     ampc_tensor *out = ampc_empty(t->ndim, t->shape, dtype, device);
     if (out && ampc_copy_(out, t) != AMPC_OK) {
+        ampc_tensor_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+static _Thread_local bool non_blocking;
+
+bool ampc_set_non_blocking(bool on) {
+    bool prev = non_blocking;
+    non_blocking = on;
+    return prev;
+}
+
+bool ampc_non_blocking(void) { return non_blocking; }
+
+bool ampc_is_pinned(const ampc_tensor *t) { return t->storage->pinned; }
+
+ampc_tensor *ampc_pin_memory(const ampc_tensor *t) {
+    if (t->device.type != AMPC_CPU) {
+        char d[32];
+        ampc_set_error(AMPC_E_RUNTIME, "cannot pin '%s' memory: only dense CPU tensors can be pinned",
+                       ampc_device_str(t->device, d, sizeof d));
+        return NULL;
+    }
+    if (ampc_is_pinned(t)) {
+        ampc_tensor_incref((ampc_tensor *)t);
+        return (ampc_tensor *)t;
+    }
+    ampc_storage *s = ampc_storage_new_pinned(ampc_nbytes(t));
+    if (!s) return NULL;
+    ampc_tensor *out = ampc_tensor_from_storage(s, 0, t->ndim, t->shape, NULL, t->dtype); /* contiguous */
+    ampc_storage_decref(s);
+    if (out && ampc_copy_(out, t) != AMPC_OK) { /* records CopyBackwards when t requires grad */
         ampc_tensor_decref(out);
         return NULL;
     }

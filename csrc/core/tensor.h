@@ -108,6 +108,16 @@ ampc_tensor *ampc_clone(const ampc_tensor *t);
 /* `t` converted to dtype/device; returns a new ref to `t` itself when nothing changes and
  * copy is false. */
 ampc_tensor *ampc_to(const ampc_tensor *t, ampc_dtype dtype, ampc_device device, bool copy);
+/* PyTorch's non_blocking=True, as a thread-local setting (off by default) that the binding turns
+ * on around one to()/cuda()/copy_() call: while it is on, a copy between pinned host memory and
+ * a GPU may return before the transfer ends (it is ordered on the current stream, like a
+ * kernel). Copies from or to pageable memory stay synchronous. Returns the previous setting. */
+bool ampc_set_non_blocking(bool on);
+bool ampc_non_blocking(void);
+/* Pinned host memory (device.h): a contiguous copy of CPU tensor t in pinned memory, or t itself
+ * (a new reference) when it already is pinned. RuntimeError for device tensors and without a GPU. */
+ampc_tensor *ampc_pin_memory(const ampc_tensor *t);
+bool ampc_is_pinned(const ampc_tensor *t);
 ampc_status ampc_fill_(ampc_tensor *t, ampc_scalar value);
 ampc_status ampc_zero_(ampc_tensor *t);
 /* Reads element `linear_index` (row-major over t's shape) as a scalar (for .item(), repr). */

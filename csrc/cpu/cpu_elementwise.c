@@ -349,26 +349,9 @@ INT_OPS(GEN_i32, i32)
 INT_OPS(GEN_u8, u8)
 BOOL_OPS(GEN_b8)
 
-/* torch's CPU floor division of fp16/bf16 tensors runs on Vectorized<Half/BFloat16>, which rounds
- * to the 16-bit type after every step of the formula; only a scalar divisor takes the float
- * path. This mirrors the stepwise form so the results agree bit for bit. */
-static inline float round_f16(float x) { return ampc_half_to_f32(ampc_f32_to_half(x)); }
-static inline float round_bf16(float x) { return ampc_bf16_to_f32(ampc_f32_to_bf16(x)); }
-#define DEF_FLOOR_DIVIDE_STEPWISE(S)                                              \
-    static inline float floor_divide_stepwise_##S(float a, float b) {             \
-        if (b == 0) return a / b;                                                 \
-        float mod = round_##S(fmodf(a, b));                                       \
-        float div = round_##S(round_##S(a - mod) / b);                            \
-        if (mod != 0 && ((b < 0) != (mod < 0))) div = round_##S(div - 1);         \
-        if (div == 0) return copysignf(0, round_##S(a / b));                      \
-        float floordiv = floorf(div);                                             \
-        if (round_##S(div - floordiv) > 0.5f) floordiv = round_##S(floordiv + 1); \
-        return floordiv;                                                          \
-    }
-DEF_FLOOR_DIVIDE_STEPWISE(f16)
-DEF_FLOOR_DIVIDE_STEPWISE(bf16)
-DEF_BINARY_NC(DIV_FLOOR_STEPWISE, f16, ampc_half, float, f16, ampc_half, floor_divide_stepwise_f16(a, b))
-DEF_BINARY_NC(DIV_FLOOR_STEPWISE, bf16, ampc_bfloat16, float, bf16, ampc_bfloat16, floor_divide_stepwise_bf16(a, b))
+/* fp16/bf16 floor division by a tensor: torch's stepwise rounding (elementwise_math.h). */
+DEF_BINARY_NC(DIV_FLOOR_STEPWISE, f16, ampc_half, float, f16, ampc_half, ampc_math_floor_divide_stepwise_f16(a, b))
+DEF_BINARY_NC(DIV_FLOOR_STEPWISE, bf16, ampc_bfloat16, float, bf16, ampc_bfloat16, ampc_math_floor_divide_stepwise_bf16(a, b))
 
 /* x ** e for a scalar e: float32 goes through double like torch's std::pow(float, double); the
  * other floating dtypes use their own opmath type with e already rounded by the frontend. */
@@ -417,44 +400,9 @@ static void fill_loop_tables(void) {
 
 /* ------------------------------------------------------------------ parameters */
 
-/* Stores `v` into a parameter slot as the opmath type of `dt` (float for fp16/bf16). Integer
- * dtypes take integers modulo their width, as torch's Scalar.to<T>() does. */
+/* Stores `v` into a parameter slot as the opmath type of `dt` (elementwise_math.h). */
 static void set_param(ew_ctx *ctx, int slot, ampc_dtype dt, ampc_scalar v) {
-    unsigned char *p = ctx->param[slot];
-    bool is_float = v.kind == AMPC_SCALAR_FLOAT;
-    double f = ampc_scalar_to_double(v);
-    int64_t i = is_float ? (f >= -9.2e18 && f <= 9.2e18 ? (int64_t)f : 0) : ampc_scalar_to_int(v);
-    switch (dt) {
-    case AMPC_FLOAT32:
-    case AMPC_FLOAT16:
-    case AMPC_BFLOAT16: {
-        float x = is_float ? (float)f : (float)i; /* int64 -> float directly: one rounding */
-        memcpy(p, &x, sizeof x);
-        break;
-    }
-    case AMPC_FLOAT64: {
-        double x = is_float ? f : (double)i;
-        memcpy(p, &x, sizeof x);
-        break;
-    }
-    case AMPC_INT64: memcpy(p, &i, sizeof i); break;
-    case AMPC_INT32: {
-        int32_t x = (int32_t)(uint32_t)(uint64_t)i;
-        memcpy(p, &x, sizeof x);
-        break;
-    }
-    case AMPC_UINT8: {
-        uint8_t x = (uint8_t)(uint64_t)i;
-        memcpy(p, &x, sizeof x);
-        break;
-    }
-    case AMPC_BOOL: {
-        bool x = is_float ? f != 0 : i != 0;
-        memcpy(p, &x, sizeof x);
-        break;
-    }
-    default: break;
-    }
+    ampc_ew_scalar_as_opmath(dt, v, ctx->param[slot]);
 }
 
 /* The element of a one-element CPU tensor as a scalar (for the scalar-operand forms). */
@@ -469,17 +417,6 @@ static ampc_scalar element_of(const ampc_tensor *t) {
     case AMPC_INT32: return ampc_scalar_int(AMPC_LOAD_i32(p));
     case AMPC_UINT8: return ampc_scalar_int(AMPC_LOAD_u8(p));
     default: return ampc_scalar_bool(AMPC_LOAD_b8(p));
-    }
-}
-
-/* The values an open clamp bound stands for in dtype `dt`. */
-static ampc_scalar clamp_open_bound(ampc_dtype dt, bool upper) {
-    switch (dt) {
-    case AMPC_INT64: return ampc_scalar_int(upper ? INT64_MAX : INT64_MIN);
-    case AMPC_INT32: return ampc_scalar_int(upper ? INT32_MAX : INT32_MIN);
-    case AMPC_UINT8: return ampc_scalar_int(upper ? 255 : 0);
-    case AMPC_BOOL: return ampc_scalar_bool(upper);
-    default: return ampc_scalar_float(upper ? INFINITY : -INFINITY);
     }
 }
 
@@ -522,7 +459,7 @@ static ampc_status cpu_unary(ampc_op op, const ampc_kernel_args *a) {
         set_param(&ctx, 1, dt, a->scalars[1]);
     } else if (op == AMPC_OP_CLAMP) {
         for (int k = 0; k < 2; k++)
-            set_param(&ctx, k, dt, a->scalars[k].kind == AMPC_SCALAR_NONE ? clamp_open_bound(dt, k == 1) : a->scalars[k]);
+            set_param(&ctx, k, dt, a->scalars[k].kind == AMPC_SCALAR_NONE ? ampc_ew_clamp_open_bound(dt, k == 1) : a->scalars[k]);
     }
     ampc_cpu_loop_fn fn = ampc_dtype_is_valid(dt) ? loops[variant][dt][FORM_TENSOR] : NULL;
     if (!fn) return no_loop(op, dt);
@@ -531,14 +468,15 @@ static ampc_status cpu_unary(ampc_op op, const ampc_kernel_args *a) {
 
 /* x ** e with a scalar exponent: torch's special cases become cheaper unary loops. */
 static int pow_scalar_variant(ampc_dtype dt, double e) {
-    if (e == 2) return EW_POW_SQUARE;
-    if (e == 3) return EW_POW_CUBE;
-    if (!ampc_dtype_is_floating(dt)) return EW_POW_SCALAR;
-    if (e == -2) return EW_POW_INV_SQUARE;
-    if (e == 0.5) return EW_SQRT;
-    if (e == -0.5) return EW_RSQRT;
-    if (e == -1) return EW_RECIPROCAL;
-    return EW_POW_SCALAR;
+    switch (ampc_ew_pow_scalar_form(ampc_dtype_is_floating(dt), e)) {
+    case AMPC_POW_SQUARE: return EW_POW_SQUARE;
+    case AMPC_POW_CUBE: return EW_POW_CUBE;
+    case AMPC_POW_INV_SQUARE: return EW_POW_INV_SQUARE;
+    case AMPC_POW_SQRT: return EW_SQRT;
+    case AMPC_POW_RSQRT: return EW_RSQRT;
+    case AMPC_POW_RECIPROCAL: return EW_RECIPROCAL;
+    default: return EW_POW_SCALAR;
+    }
 }
 
 /* The op computing b OP a, for a scalar on the left of a commutative or mirrored op; -1 if none. */
@@ -677,22 +615,6 @@ DEF_WHERE(16)
 DEF_WHERE(32)
 DEF_WHERE(64)
 
-/* Writes `v` as one element of dtype `dt` (storage format, so fp16 is rounded here). */
-static void store_element(unsigned char *p, ampc_dtype dt, ampc_scalar v) {
-    double f = ampc_scalar_to_double(v);
-    int64_t i = v.kind == AMPC_SCALAR_FLOAT ? (f >= -9.2e18 && f <= 9.2e18 ? (int64_t)f : 0) : ampc_scalar_to_int(v);
-    switch (dt) {
-    case AMPC_FLOAT32: AMPC_STORE_f32(p, v.kind == AMPC_SCALAR_FLOAT ? f : (double)i); break;
-    case AMPC_FLOAT16: AMPC_STORE_f16(p, v.kind == AMPC_SCALAR_FLOAT ? f : (double)i); break;
-    case AMPC_BFLOAT16: AMPC_STORE_bf16(p, v.kind == AMPC_SCALAR_FLOAT ? f : (double)i); break;
-    case AMPC_FLOAT64: AMPC_STORE_f64(p, v.kind == AMPC_SCALAR_FLOAT ? f : (double)i); break;
-    case AMPC_INT64: AMPC_STORE_i64(p, i); break;
-    case AMPC_INT32: AMPC_STORE_i32(p, (int64_t)(int32_t)(uint32_t)(uint64_t)i); break;
-    case AMPC_UINT8: AMPC_STORE_u8(p, (int64_t)(uint8_t)(uint64_t)i); break;
-    default: AMPC_STORE_b8(p, v.kind == AMPC_SCALAR_FLOAT ? (f != 0) : (i != 0)); break;
-    }
-}
-
 static ampc_status cpu_where(ampc_op op, const ampc_kernel_args *a) {
     AMPC_TRY(check_cpu(op, a));
     ampc_tensor *out = a->out[0];
@@ -701,8 +623,8 @@ static ampc_status cpu_where(ampc_op op, const ampc_kernel_args *a) {
         return ampc_set_error(AMPC_E_RUNTIME, "where: the CPU kernel needs a bool condition tensor");
     where_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
-    if (!x) store_element(ctx.a, out->dtype, a->scalars[2]);
-    if (!y) store_element(ctx.b, out->dtype, a->scalars[3]);
+    if (!x) ampc_ew_scalar_as_element(out->dtype, a->scalars[2], ctx.a);
+    if (!y) ampc_ew_scalar_as_element(out->dtype, a->scalars[3], ctx.b);
     int size_index;
     switch (ampc_dtype_itemsize(out->dtype)) {
     case 1: size_index = 0; break;

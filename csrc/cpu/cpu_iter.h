@@ -12,6 +12,10 @@
 
 #include "../core/dispatch.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define AMPC_ITER_MAX_OPERANDS AMPC_MAX_KERNEL_TENSORS
 
 typedef struct ampc_cpu_iter {
@@ -41,4 +45,7 @@ static inline int ampc_cpu_all_contiguous(const int64_t *strides, const int64_t 
     return 1;
 }
 
+#ifdef __cplusplus
+}
+#endif
 #endif

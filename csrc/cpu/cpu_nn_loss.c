@@ -4,12 +4,13 @@
  * Operands arrive contiguous and of one shape (the frontend broadcasts). Work goes in chunks of
  * CHUNK elements: each operand's chunk is loaded into a double buffer, the loss or grad computed
  * there, and either stored (reduction none) or summed into the chunk's partial sum; partial sums
- * are added in chunk order, so a reduced loss does not depend on the thread count. The formulas,
- * clamps included, are PyTorch's (aten/src/ATen/native/Loss.cpp). */
+ * are added in chunk order, so a reduced loss does not depend on the thread count. The formulas
+ * (PyTorch's, clamps included) are core/loss_math.h's, shared with the CUDA kernels. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/loss_math.h"
 #include "cpu_backend.h"
 #include "cpu_nn_common.h"
 
@@ -24,75 +25,37 @@ typedef struct loss_ctx {
     bool bad_input;      /* BCE input outside [0, 1] */
 } loss_ctx;
 
-/* log clamped at -100, as PyTorch's binary_cross_entropy */
-static double clamped_log(double v) {
-    double l = log(v);
-    return l > -100 ? l : -100;
-}
-
-static double softplus_neg(double x) { /* log(1 + exp(-x)), stable */
-    return log1p(exp(-fabs(x))) + (x < 0 ? -x : 0);
-}
-
 static void loss_chunk(loss_ctx *c, const double *x, const double *t, const double *w, const double *pw, double *out,
                        int64_t n) {
     switch (c->op) {
     case AMPC_OP_MSE_LOSS:
-        for (int64_t i = 0; i < n; i++) out[i] = (x[i] - t[i]) * (x[i] - t[i]);
+        for (int64_t i = 0; i < n; i++) out[i] = ampc_loss_mse_d(x[i], t[i]);
         break;
     case AMPC_OP_L1_LOSS:
-        for (int64_t i = 0; i < n; i++) out[i] = fabs(x[i] - t[i]);
+        for (int64_t i = 0; i < n; i++) out[i] = ampc_loss_l1_d(x[i], t[i]);
         break;
     case AMPC_OP_SMOOTH_L1_LOSS:
-        for (int64_t i = 0; i < n; i++) {
-            double d = fabs(x[i] - t[i]);
-            out[i] = (c->beta == 0 || d >= c->beta) ? d - 0.5 * c->beta : 0.5 * d * d / c->beta;
-        }
+        for (int64_t i = 0; i < n; i++) out[i] = ampc_loss_smooth_l1_d(x[i], t[i], c->beta);
         break;
     case AMPC_OP_BCE_LOSS:
         for (int64_t i = 0; i < n; i++) {
             if (!(x[i] >= 0 && x[i] <= 1)) nn_set_flag(&c->bad_input);
-            out[i] = -(w ? w[i] : 1) * (t[i] * clamped_log(x[i]) + (1 - t[i]) * clamped_log(1 - x[i]));
+            out[i] = ampc_loss_bce_d(x[i], t[i], w ? w[i] : 1);
         }
         break;
     default: /* BCE_WITH_LOGITS */
-        for (int64_t i = 0; i < n; i++) {
-            double lw = pw ? (pw[i] - 1) * t[i] + 1 : 1;
-            out[i] = ((1 - t[i]) * x[i] + lw * softplus_neg(x[i])) * (w ? w[i] : 1);
-        }
+        for (int64_t i = 0; i < n; i++)
+            out[i] = ampc_loss_bce_with_logits_d(x[i], t[i], w ? w[i] : 1, pw ? pw[i] : 1, pw != NULL);
     }
 }
 
 /* Grads of the loss w.r.t. x (gx) and t (gt, may be NULL) given the loss grads g. */
 static void loss_backward_chunk(const loss_ctx *c, const double *x, const double *t, const double *w, const double *pw,
                                 const double *g, double *gx, double *gt, int64_t n) {
+    int kind = (int)(c->op - AMPC_OP_MSE_LOSS_BACKWARD);
     for (int64_t i = 0; i < n; i++) {
-        double d = x[i] - t[i], dx, dt, wi = w ? w[i] : 1;
-        switch (c->op) {
-        case AMPC_OP_MSE_LOSS_BACKWARD: dx = 2 * d, dt = -dx; break;
-        case AMPC_OP_L1_LOSS_BACKWARD: dx = (d > 0) - (d < 0), dt = -dx; break;
-        case AMPC_OP_SMOOTH_L1_LOSS_BACKWARD:
-            dx = (c->beta == 0 || fabs(d) >= c->beta) ? (double)((d > 0) - (d < 0)) : d / c->beta;
-            dt = -dx;
-            break;
-        case AMPC_OP_BCE_LOSS_BACKWARD: {
-            double den = (1 - x[i]) * x[i];
-            dx = wi * d / (den > 1e-12 ? den : 1e-12);
-            dt = wi * (clamped_log(1 - x[i]) - clamped_log(x[i]));
-            break;
-        }
-        default: { /* BCE_WITH_LOGITS_BACKWARD */
-            double s = 1 / (1 + exp(-x[i]));
-            if (pw) {
-                double pt = pw[i] * t[i];
-                dx = ((pt + 1 - t[i]) * s - pt) * wi;
-                dt = (pw[i] * softplus_neg(x[i]) - (x[i] + softplus_neg(x[i]))) * wi; /* log(1-s) - pw log s */
-            } else {
-                dx = (s - t[i]) * wi;
-                dt = -x[i] * wi;
-            }
-        }
-        }
+        double dx, dt;
+        ampc_loss_grad_d(kind, x[i], t[i], w ? w[i] : 1, pw ? pw[i] : 1, pw != NULL, c->beta, &dx, &dt);
         gx[i] = dx * g[i];
         if (gt) gt[i] = dt * g[i];
     }

@@ -1,74 +1,227 @@
-/* cuda_random.cu: the RANDOM kernels on CUDA: UNIFORM, NORMAL, RANDINT, BERNOULLI from Philox
- * (one thread per Philox block, the transforms of core/random_transforms.h, shared with the
- * CPU, so a seed gives the same tensor on both devices) and ARANGE (one thread per element). */
-#include <cuda_runtime.h>
-
+/* cuda_random.cu: the RANDOM kernels on CUDA (UNIFORM, NORMAL, RANDINT, BERNOULLI from Philox,
+ * and ARANGE), and dropout with its backward, masked_scale.
+ *
+ * One thread per Philox block: it computes the block's elements with the transforms of
+ * core/random_transforms.h, shared with the CPU kernels, so a seed gives the same tensor on
+ * both devices (uniform, random_, bernoulli and dropout masks bit for bit; normal samples within
+ * an ulp of double, philox.h). Element i is the output's row-major index, so strides never
+ * change the values; a contiguous output takes one aligned vector store per block.
+ *
+ * Dropout follows cpu_nn_misc.c exactly: element i keeps when philox_u32(word offset + i) <
+ * 1 - p (the BERNOULLI transform over the same words), y = x * (1 / (1 - p)) in double, rounded
+ * once; masked_scale (its backward) is y = keep ? g * scale : 0, also in double. Both are
+ * memory bound, so the double arithmetic costs nothing and both devices store the same bits. */
 #include "../core/random_transforms.h"
-#include "cuda_layout.cuh"
+#include "cuda_common.cuh"
 
-/* Stores an arithmetic value into element `off` of a tensor of `dtype`, rounding once (the
- * conversions of cpu_dtype_loops.h, device side). */
-template <typename V>
-__device__ __forceinline__ void store_value(int dtype, char *base, int64_t off, V v) {
-    switch (dtype) {
-    case AMPC_FLOAT32: ((float *)base)[off] = (float)v; break;
-    case AMPC_FLOAT16: ((ampc_half *)base)[off] = ampc_f32_to_half((float)v); break;
-    case AMPC_BFLOAT16: ((ampc_bfloat16 *)base)[off] = ampc_f32_to_bf16((float)v); break;
-    case AMPC_FLOAT64: ((double *)base)[off] = (double)v; break;
-    case AMPC_INT64: ((int64_t *)base)[off] = (int64_t)v; break;
-    case AMPC_INT32: ((int32_t *)base)[off] = (int32_t)(int64_t)v; break;
-    case AMPC_UINT8: ((uint8_t *)base)[off] = (uint8_t)(int64_t)v; break;
-    case AMPC_BOOL: ((bool *)base)[off] = v != 0; break;
-    default: break;
-    }
+/* Four consecutive elements as one aligned store (used when 4 * sizeof(T) <= 16). */
+template <typename T> struct alignas(4 * sizeof(T)) pack4 {
+    T v[4];
+};
+
+/* True when `p` is aligned for pack4<T>. */
+template <typename T> static bool pack4_aligned(const void *p) {
+    return 4 * sizeof(T) <= 16 && (uintptr_t)p % (4 * sizeof(T)) == 0;
 }
 
-__global__ void random_kernel(ampc_random_params p, char *base, int64_t n, ampc_cuda_layout layout) {
+/* ---------------------------------------------------------------- RANDOM */
+
+template <typename T, bool CONTIG, bool VEC>
+__global__ void random_kernel(ampc_random_params params, T *out, int64_t n, ampc_cuda_layout layout) {
+    ampc_random_params p = params; /* a local copy: taking a kernel parameter's address forces a stack copy */
     int64_t n_blocks = (n + p.per_block - 1) / p.per_block;
     bool ints = ampc_random_makes_ints(&p);
-    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n_blocks; k += (int64_t)gridDim.x * blockDim.x) {
+    AMPC_CUDA_KERNEL_LOOP(k, n_blocks) {
         int64_t first = k * p.per_block;
         int count = n - first < p.per_block ? (int)(n - first) : p.per_block;
+        if (count == 4) {
+            /* a full block of four: a constant count lets the compiler keep the arrays in
+             * registers (the general path below goes through the stack) */
+            double d[4];
+            int64_t iv[4];
+            ampc_random_block(&p, (uint64_t)k, 4, d, iv);
+            pack4<T> pk;
+#pragma unroll
+            for (int s = 0; s < 4; s++) pk.v[s] = ints ? ampc_convert<T>(iv[s]) : ampc_convert<T>(d[s]);
+            if constexpr (VEC) {
+                *(pack4<T> *)(out + first) = pk;
+            } else {
+#pragma unroll
+                for (int s = 0; s < 4; s++) out[CONTIG ? first + s : ampc_cuda_offset(layout, first + s)] = pk.v[s];
+            }
+            continue;
+        }
         double d[4];
         int64_t iv[4];
         ampc_random_block(&p, (uint64_t)k, count, d, iv);
         for (int s = 0; s < count; s++) {
-            int64_t off = ampc_cuda_offset(layout, first + s);
-            if (ints) store_value(p.dtype, base, off, iv[s]);
-            else store_value(p.dtype, base, off, d[s]);
+            T v = ints ? ampc_convert<T>(iv[s]) : ampc_convert<T>(d[s]);
+            out[CONTIG ? first + s : ampc_cuda_offset(layout, first + s)] = v;
         }
     }
 }
 
-/* ARANGE: int64 arithmetic for int start/step into an integral output, else double (as on the CPU). */
-__global__ void arange_kernel(int dtype, char *base, int64_t n, ampc_cuda_layout layout, bool ints, int64_t istart,
-                              int64_t istep, double dstart, double dstep) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t off = ampc_cuda_offset(layout, i);
-        if (ints) store_value(dtype, base, off, istart + i * istep);
-        else store_value(dtype, base, off, ampc_dadd(dstart, ampc_dmul((double)i, dstep)));
+/* ARANGE: int64 arithmetic for int start/step into an integral output, else double (as on the
+ * CPU, with a separate multiply and add so both devices round alike). */
+template <typename T, bool CONTIG>
+__global__ void arange_kernel(T *out, int64_t n, ampc_cuda_layout layout, bool ints, int64_t istart, int64_t istep,
+                              double dstart, double dstep) {
+    AMPC_CUDA_KERNEL_LOOP(i, n) {
+        int64_t off = CONTIG ? i : ampc_cuda_offset(layout, i);
+        if (ints) out[off] = ampc_convert<T>((int64_t)((uint64_t)istart + (uint64_t)i * (uint64_t)istep));
+        else out[off] = ampc_convert<T>(ampc_dadd(dstart, ampc_dmul((double)i, dstep)));
     }
 }
 
-extern "C" int ampc_cuda_launch_random(ampc_op op, const ampc_kernel_args *args) {
-    ampc_tensor *t = args->out[0];
-    int64_t n = ampc_numel(t);
-    if (n == 0) return 0;
-    char *base = (char *)ampc_data_ptr(t);
+template <typename T>
+static ampc_status launch_random(const ampc_random_params &p, ampc_tensor *t, int64_t n, cudaStream_t stream) {
     ampc_cuda_layout layout = ampc_cuda_layout_of(t);
-    if (op == AMPC_OP_ARANGE) {
-        bool ints = args->scalars[0].kind == AMPC_SCALAR_INT && args->scalars[1].kind == AMPC_SCALAR_INT &&
-                    !ampc_dtype_is_floating(t->dtype);
-        arange_kernel<<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS>>>(
-            (int)t->dtype, base, n, layout, ints, ampc_scalar_to_int(args->scalars[0]),
-            ampc_scalar_to_int(args->scalars[1]), ampc_scalar_to_double(args->scalars[0]),
-            ampc_scalar_to_double(args->scalars[1]));
-        return (int)cudaGetLastError();
-    }
-    if ((op == AMPC_OP_UNIFORM || op == AMPC_OP_NORMAL) && !ampc_dtype_is_floating(t->dtype))
-        return (int)cudaErrorInvalidValue; /* the frontends reject this first */
-    ampc_random_params p = ampc_random_params_of(op, args, t->dtype);
+    T *out = (T *)ampc_data_ptr(t);
     int64_t n_blocks = (n + p.per_block - 1) / p.per_block;
-    random_kernel<<<ampc_cuda_blocks(n_blocks), AMPC_CUDA_THREADS>>>(p, base, n, layout);
-    return (int)cudaGetLastError();
+    unsigned grid = ampc_cuda_blocks(n_blocks);
+    if (layout.contiguous && p.per_block == 4 && pack4_aligned<T>(out))
+        random_kernel<T, true, true><<<grid, AMPC_CUDA_THREADS, 0, stream>>>(p, out, n, layout);
+    else if (layout.contiguous)
+        random_kernel<T, true, false><<<grid, AMPC_CUDA_THREADS, 0, stream>>>(p, out, n, layout);
+    else
+        random_kernel<T, false, false><<<grid, AMPC_CUDA_THREADS, 0, stream>>>(p, out, n, layout);
+    AMPC_CUDA_CHECK_LAUNCH();
+    return AMPC_OK;
+}
+
+static ampc_status cuda_random(ampc_op op, const ampc_kernel_args *a) {
+    ampc_tensor *t = a->out[0];
+    int64_t n = ampc_numel(t);
+    if ((op == AMPC_OP_UNIFORM || op == AMPC_OP_NORMAL) && !ampc_dtype_is_floating(t->dtype))
+        return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: not implemented for dtype %s", ampc_op_name(op),
+                              ampc_dtype_name(t->dtype));
+    if (n == 0) return AMPC_OK;
+    ampc_cuda_guard guard(t);
+    cudaStream_t stream = ampc_cuda_stream_of(t);
+    if (op == AMPC_OP_ARANGE) {
+        bool ints = a->scalars[0].kind == AMPC_SCALAR_INT && a->scalars[1].kind == AMPC_SCALAR_INT &&
+                    !ampc_dtype_is_floating(t->dtype);
+        int64_t istart = ampc_scalar_to_int(a->scalars[0]), istep = ampc_scalar_to_int(a->scalars[1]);
+        double dstart = ampc_scalar_to_double(a->scalars[0]), dstep = ampc_scalar_to_double(a->scalars[1]);
+        ampc_cuda_layout layout = ampc_cuda_layout_of(t);
+        AMPC_CUDA_SWITCH_ALL(t->dtype, "arange", {
+            if (layout.contiguous)
+                arange_kernel<scalar_t, true><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(
+                    (scalar_t *)ampc_data_ptr(t), n, layout, ints, istart, istep, dstart, dstep);
+            else
+                arange_kernel<scalar_t, false><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(
+                    (scalar_t *)ampc_data_ptr(t), n, layout, ints, istart, istep, dstart, dstep);
+            AMPC_CUDA_CHECK_LAUNCH();
+        })
+        return AMPC_OK;
+    }
+    ampc_random_params p = ampc_random_params_of(op, a, t->dtype);
+    AMPC_CUDA_SWITCH_ALL(t->dtype, ampc_op_name(op), { return launch_random<scalar_t>(p, t, n, stream); })
+    return AMPC_OK;
+}
+
+/* ---------------------------------------------------------------- dropout */
+
+/* One thread per Philox block of four elements: keep mask (one 32-bit store when aligned) and
+ * y = keep ? x * scale : 0. x, y and mask are contiguous (the frontend's contract). */
+template <typename T, bool VEC>
+__global__ void dropout_kernel(const T *x, T *y, bool *mask, int64_t n, uint64_t seed, uint64_t block0, double keep_p,
+                               double scale) {
+    AMPC_CUDA_KERNEL_LOOP(k, (n + 3) / 4) {
+        ampc_philox_block blk = ampc_philox_at(seed, block0 + (uint64_t)k);
+        int64_t first = 4 * k;
+        int count = n - first < 4 ? (int)(n - first) : 4;
+        if constexpr (VEC) {
+            if (count == 4) {
+                pack4<T> xv = *(const pack4<T> *)(x + first), yv;
+                uint32_t bits = 0;
+                for (int s = 0; s < 4; s++) {
+                    bool keep = ampc_philox_u32(blk.w[s]) < keep_p;
+                    bits |= (uint32_t)keep << (8 * s); /* little endian: byte s is element s */
+                    yv.v[s] = ampc_convert<T>(keep ? (double)ampc_load(xv.v, s) * scale : 0.0);
+                }
+                *(pack4<T> *)(y + first) = yv;
+                *(uint32_t *)(mask + first) = bits;
+                continue;
+            }
+        }
+        for (int s = 0; s < count; s++) {
+            bool keep = ampc_philox_u32(blk.w[s]) < keep_p;
+            mask[first + s] = keep;
+            y[first + s] = ampc_convert<T>(keep ? (double)ampc_load(x, first + s) * scale : 0.0);
+        }
+    }
+}
+
+/* in[0] x -> out[0] y, out[1] bool keep mask; scalars[0] p; seed/offset reserved by the frontend. */
+static ampc_status cuda_dropout(ampc_op op, const ampc_kernel_args *a) {
+    const ampc_tensor *x = a->in[0];
+    ampc_tensor *y = a->out[0], *mask = a->out[1];
+    int64_t n = ampc_numel(x);
+    if (y->dtype != x->dtype || mask->dtype != AMPC_BOOL || ampc_numel(y) != n || ampc_numel(mask) != n)
+        return ampc_set_error(AMPC_E_RUNTIME, "%s: expects y of x's dtype and a bool mask of x's size",
+                              ampc_op_name(op));
+    if (n == 0) return AMPC_OK;
+    double p = ampc_scalar_to_double(a->scalars[0]), keep_p = 1 - p, scale = p < 1 ? 1 / (1 - p) : 0;
+    uint64_t block0 = a->offset / 4;
+    ampc_cuda_guard guard(y);
+    cudaStream_t stream = ampc_cuda_stream_of(y);
+    unsigned grid = ampc_cuda_blocks((n + 3) / 4);
+    const void *xp = ampc_data_ptr(x);
+    void *yp = ampc_data_ptr(y), *mp = ampc_data_ptr(mask);
+    AMPC_CUDA_SWITCH_FLOATING(x->dtype, "dropout", {
+        if (pack4_aligned<scalar_t>(xp) && pack4_aligned<scalar_t>(yp) && (uintptr_t)mp % 4 == 0)
+            dropout_kernel<scalar_t, true><<<grid, AMPC_CUDA_THREADS, 0, stream>>>(
+                (const scalar_t *)xp, (scalar_t *)yp, (bool *)mp, n, a->seed, block0, keep_p, scale);
+        else
+            dropout_kernel<scalar_t, false><<<grid, AMPC_CUDA_THREADS, 0, stream>>>(
+                (const scalar_t *)xp, (scalar_t *)yp, (bool *)mp, n, a->seed, block0, keep_p, scale);
+        AMPC_CUDA_CHECK_LAUNCH();
+    })
+    return AMPC_OK;
+}
+
+/* out[0] = in[0] * in[1] (mask, any dtype; bool from dropout) * scalars[0]; contiguous. */
+template <typename T, bool BOOL_MASK>
+__global__ void masked_scale_kernel(const T *g, const void *mask, int mask_dtype, T *y, int64_t n, double scale) {
+    AMPC_CUDA_KERNEL_LOOP(i, n) {
+        bool keep = BOOL_MASK ? ((const uint8_t *)mask)[i] != 0 : ampc_load_dyn<double>(mask, mask_dtype, i) != 0.0;
+        y[i] = ampc_convert<T>(keep ? (double)ampc_load(g, i) * scale : 0.0);
+    }
+}
+
+static ampc_status cuda_masked_scale(ampc_op op, const ampc_kernel_args *a) {
+    const ampc_tensor *g = a->in[0], *mask = a->in[1];
+    ampc_tensor *y = a->out[0];
+    int64_t n = ampc_numel(g);
+    if (y->dtype != g->dtype || ampc_numel(mask) != n || ampc_numel(y) != n)
+        return ampc_set_error(AMPC_E_RUNTIME, "%s: expects y of the grad's dtype and a mask of its size",
+                              ampc_op_name(op));
+    if (n == 0) return AMPC_OK;
+    double scale = ampc_scalar_to_double(a->scalars[0]);
+    ampc_cuda_guard guard(y);
+    cudaStream_t stream = ampc_cuda_stream_of(y);
+    const void *mp = ampc_data_ptr(mask);
+    int mdt = (int)mask->dtype;
+    AMPC_CUDA_SWITCH_FLOATING(g->dtype, "masked_scale", {
+        const scalar_t *gp = (const scalar_t *)ampc_data_ptr(g);
+        scalar_t *yp = (scalar_t *)ampc_data_ptr(y);
+        if (mask->dtype == AMPC_BOOL)
+            masked_scale_kernel<scalar_t, true><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(gp, mp, mdt, yp,
+                                                                                                    n, scale);
+        else
+            masked_scale_kernel<scalar_t, false><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(gp, mp, mdt,
+                                                                                                     yp, n, scale);
+        AMPC_CUDA_CHECK_LAUNCH();
+    })
+    return AMPC_OK;
+}
+
+extern "C" void ampc_cuda_register_random(void) {
+    static const ampc_op random_ops[] = {AMPC_OP_UNIFORM, AMPC_OP_NORMAL, AMPC_OP_RANDINT, AMPC_OP_BERNOULLI,
+                                         AMPC_OP_ARANGE};
+    for (size_t i = 0; i < sizeof random_ops / sizeof random_ops[0]; i++)
+        ampc_register_kernel(AMPC_CUDA, random_ops[i], cuda_random);
+    ampc_register_kernel(AMPC_CUDA, AMPC_OP_DROPOUT, cuda_dropout);
+    ampc_register_kernel(AMPC_CUDA, AMPC_OP_MASKED_SCALE, cuda_masked_scale);
 }

@@ -223,11 +223,15 @@ static PyObject *t_detach_(PyObject *self, PyObject *unused) { return inplace_re
 
 /* ------------------------------------------------------------------ dtype and device */
 
-/* Converts to (dtype, device); returns self itself when nothing changes and copy is false. */
-static PyObject *convert(PyObject *self, ampc_dtype dtype, ampc_device device, int copy, const char *op) {
+/* Converts to (dtype, device); returns self itself when nothing changes and copy is false.
+ * non_blocking: a transfer between pinned host memory and a GPU may return before it ends. */
+static PyObject *convert_nb(PyObject *self, ampc_dtype dtype, ampc_device device, int copy, int non_blocking,
+                            const char *op) {
     ampc_tensor *t = SELF_T(self);
     if (!ampc_device_eq(device, t->device) && ampc_py_check(ampc_check_device(op, device)) < 0) return NULL;
+    bool prev = ampc_set_non_blocking(non_blocking != 0);
     ampc_tensor *r = ampc_to(t, dtype, device, copy != 0);
+    ampc_set_non_blocking(prev);
     if (r == t) {
         ampc_tensor_decref(r);
         return return_self(self);
@@ -235,11 +239,15 @@ static PyObject *convert(PyObject *self, ampc_dtype dtype, ampc_device device, i
     return ampc_py_wrap(r);
 }
 
+static PyObject *convert(PyObject *self, ampc_dtype dtype, ampc_device device, int copy, const char *op) {
+    return convert_nb(self, dtype, device, copy, 0, op);
+}
+
 /* to(device=None, dtype=None, non_blocking=False, copy=False), to(dtype, ...), to(tensor, ...) */
 static PyObject *t_to(PyObject *self, PyObject *args, PyObject *kwargs) {
     ampc_tensor *t = SELF_T(self);
     PyObject *device_o = NULL, *dtype_o = NULL;
-    int copy = 0, n_bools = 0;
+    int copy = 0, non_blocking = 0, n_bools = 0;
     ampc_dtype dtype = t->dtype;
     ampc_device device = t->device;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
@@ -253,6 +261,7 @@ static PyObject *t_to(PyObject *self, PyObject *args, PyObject *kwargs) {
             device_o = a;
         } else if (PyBool_Check(a) && n_bools < 2) {
             if (n_bools++ == 1) copy = a == Py_True; /* to(dtype, non_blocking, copy) */
+            else non_blocking = a == Py_True;
         } else {
             return PyErr_Format(PyExc_TypeError, "to() received an invalid combination of arguments: argument %zd of type %s",
                                 i, Py_TYPE(a)->tp_name);
@@ -267,15 +276,17 @@ static PyObject *t_to(PyObject *self, PyObject *args, PyObject *kwargs) {
             if (!strcmp(name, "device")) device_o = v;
             else if (!strcmp(name, "dtype")) dtype_o = v;
             else if (!strcmp(name, "copy")) copy = PyObject_IsTrue(v);
-            else if (strcmp(name, "non_blocking") && strcmp(name, "memory_format"))
+            else if (!strcmp(name, "non_blocking")) non_blocking = PyObject_IsTrue(v);
+            else if (strcmp(name, "memory_format"))
                 return PyErr_Format(PyExc_TypeError, "to() got an unexpected keyword argument '%s'", name);
         }
     }
     if (dtype_o && dtype_o != Py_None) {
         if (ampc_py_dtype(dtype_o, &dtype, "to") < 0) return NULL;
     }
+    if (copy < 0 || non_blocking < 0) return NULL;
     if (ampc_py_device(device_o, device, &device, "to") < 0) return NULL;
-    return convert(self, dtype, device, copy, "to");
+    return convert_nb(self, dtype, device, copy, non_blocking, "to");
 }
 
 static PyObject *t_cpu(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -289,7 +300,29 @@ static PyObject *t_cuda(PyObject *self, PyObject *args, PyObject *kwargs) {
     ampc_device dflt = {AMPC_CUDA, 0}, dev;
     if (ampc_py_device(dev_o, dflt, &dev, "cuda") < 0) return NULL;
     if (dev.type != AMPC_CUDA) return PyErr_Format(PyExc_RuntimeError, "Invalid device, must be cuda device");
-    return convert(self, AMPC_DTYPE_UNDEFINED, dev, 0, "cuda");
+    int non_blocking = nb ? PyObject_IsTrue(nb) : 0;
+    if (non_blocking < 0) return NULL;
+    return convert_nb(self, AMPC_DTYPE_UNDEFINED, dev, 0, non_blocking, "cuda");
+}
+
+/* pin_memory(): a copy in page-locked host memory (self when it already is); needs a GPU. */
+static PyObject *t_pin_memory(PyObject *self, PyObject *args, PyObject *kwargs) {
+    KW("device");
+    PyObject *dev_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:pin_memory", kwlist, &dev_o)) return NULL;
+    ampc_tensor *r = ampc_pin_memory(SELF_T(self));
+    if (r == SELF_T(self)) {
+        ampc_tensor_decref(r);
+        return return_self(self);
+    }
+    return ampc_py_wrap(r);
+}
+
+static PyObject *t_is_pinned(PyObject *self, PyObject *args, PyObject *kwargs) {
+    KW("device");
+    PyObject *dev_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:is_pinned", kwlist, &dev_o)) return NULL;
+    return PyBool_FromLong(ampc_is_pinned(SELF_T(self)));
 }
 
 #define DEFINE_CAST_METHOD(name, DT) \
@@ -318,7 +351,12 @@ static PyObject *t_copy_(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:copy_", kwlist, &src_o, &nb)) return NULL;
     ampc_tensor *src = ampc_py_unwrap(src_o, "copy_", "src");
     if (!src) return NULL;
-    return inplace_result(self, ampc_copy_(SELF_T(self), src));
+    int non_blocking = nb ? PyObject_IsTrue(nb) : 0;
+    if (non_blocking < 0) return NULL;
+    bool prev = ampc_set_non_blocking(non_blocking != 0);
+    ampc_status st = ampc_copy_(SELF_T(self), src);
+    ampc_set_non_blocking(prev);
+    return inplace_result(self, st);
 }
 
 static PyObject *t_fill_(PyObject *self, PyObject *value) {
@@ -547,6 +585,8 @@ PyMethodDef ampc_py_tensor_methods_core[] = {
     {"to", METHOD(t_to), VA, "to(device=None, dtype=None, non_blocking=False, copy=False)"},
     {"cpu", METHOD(t_cpu), VA, NULL},
     {"cuda", METHOD(t_cuda), VA, NULL},
+    {"pin_memory", METHOD(t_pin_memory), VA, "a copy in pinned (page-locked) host memory, for asynchronous copies to a GPU"},
+    {"is_pinned", METHOD(t_is_pinned), VA, "True when the tensor is in pinned host memory"},
     {"float", METHOD(t_float), VA, NULL},
     {"half", METHOD(t_half), VA, NULL},
     {"bfloat16", METHOD(t_bfloat16), VA, NULL},

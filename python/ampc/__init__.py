@@ -30,4 +30,5 @@ from . import autograd  # noqa: E402
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402,F401
 
 from .serialization import load, save  # noqa: E402,F401
-from . import linalg, optim, utils  # noqa: E402,F401  (torch.optim / torch.utils.data reachable from `import torch`)
+from . import backends, linalg, optim, utils  # noqa: E402,F401  (torch.optim / torch.utils.data reachable from `import torch`)
+from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402,F401

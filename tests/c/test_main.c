@@ -32,7 +32,9 @@ const char *ctest_current = "";
     X(optim_sgd_momentum_steps) X(optim_adam_skip_and_unscale) X(optim_master_weights_fp16) X(optim_strided_tensors) \
     X(optim_parallel_lists) X(optim_errors) \
     X(multi_tensor_norm) X(multi_tensor_scale) \
-    X(half_convert_fp16_all_values) X(half_convert_fp32_sweep)
+    X(half_convert_fp16_all_values) X(half_convert_fp32_sweep) \
+    X(caching_allocator_sizes) X(caching_allocator_split_merge_best_fit) X(caching_allocator_streams) \
+    X(caching_allocator_stats) X(caching_allocator_out_of_memory) X(caching_allocator_random_workload)
 
 #define DECLARE(name) void ctest_##name(void);
 TESTS(DECLARE)

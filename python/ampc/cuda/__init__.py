@@ -1,9 +1,11 @@
-"""ampc.cuda: torch.cuda's device queries, memory statistics and seeding.
+"""ampc.cuda: torch.cuda's device queries, memory statistics, streams and events, and seeding.
 
 Everything works on a machine without a GPU or a CUDA build: is_available() is False,
 device_count() 0, the memory statistics are 0 (as torch reports before CUDA is initialised), and
-the calls that need a device (current_device, set_device, get_device_name, synchronize) raise a
-RuntimeError that says why. The work is done by ampc._C (csrc/python/py_cuda.c).
+the calls that need a device (current_device, set_device, get_device_name, synchronize,
+mem_get_info, Stream, Event, current_stream, default_stream) raise a RuntimeError that says why.
+The work is done by ampc._C (csrc/python/py_cuda.c); memory.py and streams.py hold the Python
+side of the allocator statistics and of streams and events.
 """
 from .. import _C
 
@@ -54,61 +56,34 @@ def get_device_name(device=None):
 
 
 def synchronize(device=None):
+    """Waits for all work on the GPU, then raises an error a kernel reported since the last check
+    (an index out of range: IndexError naming the op)."""
     _C._cuda_synchronize(_index(device))
 
 
-def empty_cache():
-    _C._cuda_empty_cache()
+class device:
+    """`with ampc.cuda.device(i):` makes GPU i current for the block (None: no change)."""
+
+    def __init__(self, device):
+        self.idx = None if device is None else _index(device)
+        self._saved = []
+
+    def __enter__(self):
+        if self.idx is not None:
+            self._saved.append(current_device())
+            set_device(self.idx)
+
+    def __exit__(self, *exc):
+        if self.idx is not None:
+            set_device(self._saved.pop())
 
 
-# ---- memory statistics (bytes) ----
-
-def _stats(device):
-    return _C._cuda_memory_stats(_index(device))
-
-
-def memory_allocated(device=None):
-    """Bytes held by tensors on the device."""
-    return _stats(device)["allocated"]
-
-
-def max_memory_allocated(device=None):
-    return _stats(device)["peak_allocated"]
-
-
-def memory_reserved(device=None):
-    """Bytes the allocator holds from the driver (tensors plus its cache)."""
-    return _stats(device)["reserved"]
-
-
-def max_memory_reserved(device=None):
-    return _stats(device)["peak_reserved"]
-
-
-def memory_stats(device=None):
-    """torch.cuda.memory_stats' main keys."""
-    s = _stats(device)
-    return {
-        "allocated_bytes.all.current": s["allocated"],
-        "allocated_bytes.all.peak": s["peak_allocated"],
-        "reserved_bytes.all.current": s["reserved"],
-        "reserved_bytes.all.peak": s["peak_reserved"],
-        "allocation.all.allocated": s["num_allocs"],
-        "num_alloc_retries": 0,
-        "num_ooms": 0,
-    }
-
-
-def reset_peak_memory_stats(device=None):
-    _C._cuda_reset_peak(_index(device))
-
-
-def reset_max_memory_allocated(device=None):
-    reset_peak_memory_stats(device)
-
-
-def reset_max_memory_cached(device=None):
-    reset_peak_memory_stats(device)
+from .memory import (empty_cache, host_empty_cache, host_memory_stats, max_memory_allocated,  # noqa: E402,F401
+                     max_memory_cached, max_memory_reserved, mem_get_info, memory_allocated, memory_cached,
+                     memory_reserved, memory_stats, reset_max_memory_allocated, reset_max_memory_cached,
+                     reset_peak_memory_stats)
+from .streams import (Event, Stream, StreamContext, current_stream, default_stream, set_stream,  # noqa: E402,F401
+                      stream)
 
 
 # ---- random numbers: one Philox generator per GPU (csrc/core/random.c) ----

@@ -9,8 +9,9 @@ Two paths produce a batch:
 - the per-sample path for everything else: dataset[i] for each index, then collate_fn.
 
 num_workers > 0 is accepted and runs in this process (ampc has no worker processes; the batches
-and their order are the same as torch's with workers). pin_memory is accepted: ampc's host
-memory is already what the device copy reads, so there is nothing to pin.
+and their order are the same as torch's with workers). pin_memory=True copies each batch's CPU
+tensors into pinned host memory (Tensor.pin_memory()), so `.cuda(non_blocking=True)` on them is
+an asynchronous transfer; without a GPU there is no pinned memory and batches are left as they are.
 """
 import collections.abc
 import re
@@ -97,6 +98,33 @@ def default_collate(batch):
     raise TypeError(_ERR.format(type(elem)))
 
 
+def pin_memory(data):
+    """`data` with every CPU tensor in it copied to pinned memory (torch's pin_memory for batches):
+    containers are rebuilt as default_collate builds them; objects with a pin_memory() method are
+    asked; anything else (device tensors included) is returned as it is."""
+    if isinstance(data, _C.Tensor):
+        return data.pin_memory() if data.device.type == "cpu" else data
+    if isinstance(data, (str, bytes)):
+        return data
+    if isinstance(data, collections.abc.Mapping):
+        try:
+            return type(data)({k: pin_memory(v) for k, v in data.items()})
+        except TypeError:
+            return {k: pin_memory(v) for k, v in data.items()}
+    if _is_namedtuple(data):
+        return type(data)(*(pin_memory(d) for d in data))
+    if isinstance(data, tuple):
+        return [pin_memory(d) for d in data]  # torch returns lists for tuples
+    if isinstance(data, collections.abc.Sequence):
+        try:
+            return type(data)([pin_memory(d) for d in data])
+        except TypeError:
+            return [pin_memory(d) for d in data]
+    if hasattr(data, "pin_memory"):
+        return data.pin_memory()
+    return data
+
+
 class DataLoader:
     """Iterates over a dataset in batches. Arguments as torch's DataLoader."""
 
@@ -174,11 +202,13 @@ class DataLoader:
         if self.num_workers > 0 and self.worker_init_fn is not None:
             self.worker_init_fn(0)  # the single in-process "worker"
         if self._iterable:
-            return self._iter_stream()
-        plan = self._gather_plan()
-        if plan is not None:
-            return self._iter_gather(*plan)
-        return self._iter_samples()
+            batches = self._iter_stream()
+        else:
+            plan = self._gather_plan()
+            batches = self._iter_gather(*plan) if plan is not None else self._iter_samples()
+        if self.pin_memory and _C._cuda_is_available():
+            return map(pin_memory, batches)
+        return batches
 
     def _gather_plan(self):
         """(tensors, index map, order sampler) when the fast path gives the same batches."""

@@ -1,0 +1,255 @@
+/* cuda_optim.cu: the fused optimizer steps on CUDA (FUSED_* rows of ops.def): SGD, Adam/AdamW,
+ * Adadelta, RMSprop, Adagrad. The per-element rules and per-parameter coefficients are those of
+ * core/optim_math.h, which the CPU kernel (cpu/cpu_optim.c) runs too: one formula, two devices.
+ *
+ * One call is one launch per tensor table (cuda_multi_tensor.cuh: ~470 parameters per launch)
+ * plus one small launch that advances the step counters. Everything a step reads is read on the
+ * device: found_inf (!= 0: every block returns at once and the counters stay, so params, grads,
+ * state and steps are untouched), grad_scale (grads divided by it and written back, as PyTorch's
+ * fused kernels), and the step counters (each block computes its parameter's coefficients from
+ * the counter before the step + 1, as the CPU does after its increment).
+ *
+ * Why two launches: every block of a parameter must see the counter before this step, and no
+ * block can know when the others have read it, so the increment runs in a second kernel on the
+ * same stream (PyTorch's fused Adam also increments its steps in a launch of its own).
+ *
+ * Element layout: param, grad, master (fp32, fp16/bf16 params only), state0..2 of one shape, all
+ * contiguous (the frontend copies the rare strided one). Arithmetic in fp32 (fp64 for fp64
+ * params), each stored value rounded once; with master weights the fp32 master and state are
+ * updated and the parameter receives the rounded master. */
+#include "../core/optim.h"
+#include "../core/optim_math.h"
+#include "cuda_multi_tensor.cuh"
+
+namespace {
+
+typedef ampc_mt_meta<AMPC_OPTIM_SLOTS, ampc_mt_capacity<AMPC_OPTIM_SLOTS>::value> optim_meta;
+
+/* ---------------------------------------------------------------- the rules, per op
+ * coeffs(o, has_step, before): the parameter's coefficients from its counter before this step
+ * (cpu_optim.c's prepare); apply: one element, in float or double. */
+
+struct sgd_rule {
+    typedef ampc_sgd_options options;
+    typedef ampc_sgd_coeffs coeffs;
+    static __device__ __forceinline__ coeffs make(const options &o, bool, float before) {
+        return ampc_sgd_coeffs_for(&o, (double)before); /* momentum updates taken before this one */
+    }
+    template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *, V *, const coeffs &c);
+};
+template <> __device__ __forceinline__ void sgd_rule::apply(float *p, float g, float *s0, float *, float *, const coeffs &c) {
+    ampc_sgd_update_f32(p, g, s0, &c);
+}
+template <> __device__ __forceinline__ void sgd_rule::apply(double *p, double g, double *s0, double *, double *, const coeffs &c) {
+    ampc_sgd_update_f64(p, g, s0, &c);
+}
+
+/* The counter after this step's increment, as the CPU computes it (float + 1, then widened). */
+__device__ __forceinline__ double step_after(bool has_step, float before) {
+    return has_step ? (double)(before + 1.0f) : 1.0;
+}
+
+struct adam_rule {
+    typedef ampc_adam_options options;
+    typedef ampc_adam_coeffs coeffs;
+    static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before) {
+        return ampc_adam_coeffs_for(&o, step_after(has_step, before));
+    }
+    template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *s2, const coeffs &c);
+};
+template <> __device__ __forceinline__ void adam_rule::apply(float *p, float g, float *s0, float *s1, float *s2, const coeffs &c) {
+    ampc_adam_update_f32(p, g, s0, s1, s2, &c);
+}
+template <> __device__ __forceinline__ void adam_rule::apply(double *p, double g, double *s0, double *s1, double *s2, const coeffs &c) {
+    ampc_adam_update_f64(p, g, s0, s1, s2, &c);
+}
+
+struct adadelta_rule {
+    typedef ampc_adadelta_options options;
+    typedef ampc_adadelta_coeffs coeffs;
+    static __device__ __forceinline__ coeffs make(const options &o, bool, float) { return ampc_adadelta_coeffs_for(&o); }
+    template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *, const coeffs &c);
+};
+template <> __device__ __forceinline__ void adadelta_rule::apply(float *p, float g, float *s0, float *s1, float *, const coeffs &c) {
+    ampc_adadelta_update_f32(p, g, s0, s1, &c);
+}
+template <> __device__ __forceinline__ void adadelta_rule::apply(double *p, double g, double *s0, double *s1, double *, const coeffs &c) {
+    ampc_adadelta_update_f64(p, g, s0, s1, &c);
+}
+
+struct rmsprop_rule {
+    typedef ampc_rmsprop_options options;
+    typedef ampc_rmsprop_coeffs coeffs;
+    static __device__ __forceinline__ coeffs make(const options &o, bool, float) { return ampc_rmsprop_coeffs_for(&o); }
+    template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *s2, const coeffs &c);
+};
+template <> __device__ __forceinline__ void rmsprop_rule::apply(float *p, float g, float *s0, float *s1, float *s2, const coeffs &c) {
+    ampc_rmsprop_update_f32(p, g, s0, s1, s2, &c);
+}
+template <> __device__ __forceinline__ void rmsprop_rule::apply(double *p, double g, double *s0, double *s1, double *s2, const coeffs &c) {
+    ampc_rmsprop_update_f64(p, g, s0, s1, s2, &c);
+}
+
+struct adagrad_rule {
+    typedef ampc_adagrad_options options;
+    typedef ampc_adagrad_coeffs coeffs;
+    static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before) {
+        return ampc_adagrad_coeffs_for(&o, step_after(has_step, before));
+    }
+    template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *, V *, const coeffs &c);
+};
+template <> __device__ __forceinline__ void adagrad_rule::apply(float *p, float g, float *s0, float *, float *, const coeffs &c) {
+    ampc_adagrad_update_f32(p, g, s0, &c);
+}
+template <> __device__ __forceinline__ void adagrad_rule::apply(double *p, double g, double *s0, double *, double *, const coeffs &c) {
+    ampc_adagrad_update_f64(p, g, s0, &c);
+}
+
+/* ---------------------------------------------------------------- the kernels */
+
+constexpr int kW = 4; /* elements per thread per step: 16-byte fp32 accesses, 8-byte fp16 */
+
+/* Slot k of the block's tensor at its chunk, as T*; NULL for an unused slot. */
+template <typename T> __device__ __forceinline__ T *slot_at(const optim_meta &m, int k, const ampc_mt_chunk &c) {
+    T *p = (T *)m.ptr[k][c.t];
+    return p ? p + c.start : nullptr;
+}
+
+/* P: the parameter's storage type; S: the state's (float under master weights, else P). */
+template <typename Rule, typename P, typename S, bool MASTER>
+__global__ void __launch_bounds__(AMPC_MT_THREADS)
+    fused_step_kernel(const __grid_constant__ optim_meta m, const typename Rule::options opts, const float *grad_scale,
+                      const float *found_inf) {
+    if (found_inf && *found_inf != 0.0f) return; /* a skipped step touches nothing */
+    typedef ampc_opmath_t<P> V;
+    const ampc_mt_chunk c = ampc_mt_chunk_of(m, (int32_t)blockIdx.x);
+    P *param = slot_at<P>(m, AMPC_OPTIM_SLOT_PARAM, c);
+    P *grad = slot_at<P>(m, AMPC_OPTIM_SLOT_GRAD, c);
+    float *master = MASTER ? slot_at<float>(m, AMPC_OPTIM_SLOT_MASTER, c) : nullptr;
+    S *s0 = slot_at<S>(m, AMPC_OPTIM_SLOT_STATE0, c);
+    S *s1 = slot_at<S>(m, AMPC_OPTIM_SLOT_STATE1, c);
+    S *s2 = slot_at<S>(m, AMPC_OPTIM_SLOT_STATE2, c);
+    const float *step = (const float *)m.ptr[AMPC_OPTIM_SLOT_STEP][c.t];
+    const typename Rule::options o = opts;
+    const typename Rule::coeffs k = Rule::make(o, step != nullptr, step ? *step : 0.0f);
+    const bool has_gs = grad_scale != nullptr;
+    const V gs = has_gs ? (V)*grad_scale : (V)1;
+    const bool vec = ampc_mt_aligned<kW>(param) && ampc_mt_aligned<kW>(grad) && ampc_mt_aligned<kW>(master) &&
+                     ampc_mt_aligned<kW>(s0) && ampc_mt_aligned<kW>(s1) && ampc_mt_aligned<kW>(s2);
+    for (int64_t i = (int64_t)threadIdx.x * kW; i < c.n; i += (int64_t)blockDim.x * kW) {
+        V g[kW], p[kW], a[kW] = {}, b[kW] = {}, d[kW] = {};
+        ampc_mt_load<kW>(g, grad, i, c.n, vec);
+        if (has_gs) {
+#pragma unroll
+            for (int w = 0; w < kW; w++) g[w] = g[w] / gs;
+            ampc_mt_store<kW>(grad, g, i, c.n, vec); /* the unscaled grad, rounded to its dtype */
+        }
+        if (MASTER) ampc_mt_load<kW>(p, master, i, c.n, vec);
+        else ampc_mt_load<kW>(p, param, i, c.n, vec);
+        if (s0) ampc_mt_load<kW>(a, s0, i, c.n, vec);
+        if (s1) ampc_mt_load<kW>(b, s1, i, c.n, vec);
+        if (s2) ampc_mt_load<kW>(d, s2, i, c.n, vec);
+#pragma unroll
+        for (int w = 0; w < kW; w++) Rule::apply(&p[w], g[w], &a[w], &b[w], &d[w], k);
+        if (s0) ampc_mt_store<kW>(s0, a, i, c.n, vec);
+        if (s1) ampc_mt_store<kW>(s1, b, i, c.n, vec);
+        if (s2) ampc_mt_store<kW>(s2, d, i, c.n, vec);
+        if (MASTER) ampc_mt_store<kW>(master, p, i, c.n, vec);
+        ampc_mt_store<kW>(param, p, i, c.n, vec);
+    }
+}
+
+/* The step counters of one call, advanced after its update kernels (step_t += 1 in float32, as
+ * PyTorch's step tensor), unless the step was skipped. */
+#define STEP_CAP ((int)((AMPC_MT_META_BYTES - sizeof(int32_t)) / sizeof(float *)))
+struct step_list {
+    float *step[STEP_CAP];
+    int32_t n;
+};
+
+__global__ void advance_steps_kernel(const __grid_constant__ step_list l, const float *found_inf) {
+    if (found_inf && *found_inf != 0.0f) return;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < l.n) *l.step[i] = *l.step[i] + 1.0f;
+}
+
+/* ---------------------------------------------------------------- host side */
+
+template <typename Rule, typename P, typename S, bool MASTER>
+ampc_status launch_updates(const ampc_kernel_args *a, int n_params, cudaStream_t stream, const float *grad_scale,
+                           const float *found_inf) {
+    const typename Rule::options opts = *(const typename Rule::options *)a->options;
+    return ampc_mt_apply<AMPC_OPTIM_SLOTS, ampc_mt_capacity<AMPC_OPTIM_SLOTS>::value>(
+        n_params,
+        [&](int i, void **p, int64_t *numel) {
+            ampc_tensor *const *slots = a->list + (size_t)i * AMPC_OPTIM_SLOTS;
+            for (int k = 0; k < AMPC_OPTIM_SLOTS; k++) p[k] = slots[k] ? ampc_data_ptr(slots[k]) : NULL;
+            *numel = ampc_numel(slots[AMPC_OPTIM_SLOT_PARAM]);
+            return true;
+        },
+        [&](const optim_meta &m, int blocks, int64_t) -> ampc_status {
+            fused_step_kernel<Rule, P, S, MASTER><<<blocks, AMPC_MT_THREADS, 0, stream>>>(m, opts, grad_scale, found_inf);
+            AMPC_CUDA_CHECK_LAUNCH();
+            return AMPC_OK;
+        });
+}
+
+ampc_status advance_steps(const ampc_kernel_args *a, int n_params, cudaStream_t stream, const float *found_inf) {
+    static_assert(sizeof(step_list) <= AMPC_MT_META_BYTES, "step list exceeds the parameter budget");
+    step_list &l = *new (ampc_mt_table_buffer()) step_list; /* free again: the updates are launched */
+    l.n = 0;
+    for (int i = 0; i <= n_params; i++) {
+        ampc_tensor *s = i < n_params ? a->list[(size_t)i * AMPC_OPTIM_SLOTS + AMPC_OPTIM_SLOT_STEP] : NULL;
+        if (s) l.step[l.n++] = (float *)ampc_data_ptr(s);
+        if (l.n > 0 && (l.n == STEP_CAP || i == n_params)) {
+            advance_steps_kernel<<<(l.n + 255) / 256, 256, 0, stream>>>(l, found_inf);
+            AMPC_CUDA_CHECK_LAUNCH();
+            l.n = 0;
+        }
+    }
+    return AMPC_OK;
+}
+
+template <typename Rule> ampc_status cuda_fused_step(ampc_op op, const ampc_kernel_args *a) {
+    const char *name = ampc_op_name(op);
+    if (a->ints[0] != AMPC_OPTIM_SLOTS || a->n_list % AMPC_OPTIM_SLOTS != 0 || !a->options)
+        return ampc_set_error(AMPC_E_RUNTIME, "%s: unexpected kernel arguments (%d tensors, %lld slots)", name,
+                              a->n_list, (long long)a->ints[0]);
+    const int n = a->n_list / AMPC_OPTIM_SLOTS;
+    if (n == 0) return AMPC_OK;
+    ampc_tensor *p0 = a->list[AMPC_OPTIM_SLOT_PARAM];
+    ampc_cuda_guard guard(p0);
+    cudaStream_t stream = ampc_cuda_stream_of(p0);
+    const float *gs = a->in[0] ? (const float *)ampc_data_ptr(a->in[0]) : nullptr;
+    const float *fi = a->in[1] ? (const float *)ampc_data_ptr(a->in[1]) : nullptr;
+    /* masters come for every parameter of the call or for none (core/optim.c) */
+    const bool master = a->list[AMPC_OPTIM_SLOT_MASTER] != NULL;
+    ampc_status st;
+    switch (p0->dtype) {
+    case AMPC_FLOAT32: st = launch_updates<Rule, float, float, false>(a, n, stream, gs, fi); break;
+    case AMPC_FLOAT64: st = launch_updates<Rule, double, double, false>(a, n, stream, gs, fi); break;
+    case AMPC_FLOAT16:
+        st = master ? launch_updates<Rule, __half, float, true>(a, n, stream, gs, fi)
+                    : launch_updates<Rule, __half, __half, false>(a, n, stream, gs, fi);
+        break;
+    case AMPC_BFLOAT16:
+        st = master ? launch_updates<Rule, __nv_bfloat16, float, true>(a, n, stream, gs, fi)
+                    : launch_updates<Rule, __nv_bfloat16, __nv_bfloat16, false>(a, n, stream, gs, fi);
+        break;
+    default:
+        return ampc_set_error(AMPC_E_TYPE, "%s: CUDA kernel does not support dtype %s", name,
+                              ampc_dtype_name(p0->dtype));
+    }
+    AMPC_TRY(st);
+    return advance_steps(a, n, stream, fi);
+}
+
+} // namespace
+
+extern "C" void ampc_cuda_register_optim(void) {
+    ampc_register_kernel(AMPC_CUDA, AMPC_OP_FUSED_SGD, cuda_fused_step<sgd_rule>);
+    ampc_register_kernel(AMPC_CUDA, AMPC_OP_FUSED_ADAM, cuda_fused_step<adam_rule>);
+    ampc_register_kernel(AMPC_CUDA, AMPC_OP_FUSED_ADADELTA, cuda_fused_step<adadelta_rule>);
+    ampc_register_kernel(AMPC_CUDA, AMPC_OP_FUSED_RMSPROP, cuda_fused_step<rmsprop_rule>);
+    ampc_register_kernel(AMPC_CUDA, AMPC_OP_FUSED_ADAGRAD, cuda_fused_step<adagrad_rule>);
+}

@@ -1,0 +1,3 @@
+/* Fake cuda_bf16.h of the CUDA emulator. */
+#pragma once
+#include "cuda_runtime.h"

@@ -26,7 +26,7 @@ def rng():
 
 def make(x, dtype, device, requires_grad=False):
     """A leaf on `device` holding the NumPy values x rounded to dtype (the same values on both devices)."""
-    t = ampc.from_numpy(np.ascontiguousarray(np.asarray(x, dtype=np.float64))).to(dtype).to(device)
+    t = ampc.from_numpy(np.array(x, dtype=np.float64)).to(dtype).to(device)  # a copy: never shares x
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
@@ -324,13 +324,15 @@ def test_norm_weight_grads_without_input_grad(cuda, rng):
 def test_batch_norm2d_module_training_steps(cuda, rng, momentum):
     # three training steps, then eval: running stats (cumulative average for momentum=None) and counts
     xs = [rng.standard_normal((4, 3, 5, 5)) * (k + 1) + k for k in range(3)]
+    # a random upstream: y.pow(2).sum() would give grads that are zero in exact arithmetic (noise)
+    up = rng.standard_normal((4, 3, 5, 5))
     res = []
     for dev in ("cpu", cuda):
         bn = ampc.nn.BatchNorm2d(3, momentum=momentum).to(dev)
         outs = []
         for x in xs:
             y = bn(make(x, ampc.float32, dev, True))
-            y.pow(2).sum().backward()
+            (y.pow(2) * make(up, ampc.float32, dev)).sum().backward()
             outs.append(y)
         bn.eval()
         outs.append(bn(make(xs[0], ampc.float32, dev)))
@@ -348,13 +350,14 @@ def test_batch_norm2d_module_training_steps(cuda, rng, momentum):
 def test_batch_norm_autocast_after_conv(cuda, rng):
     # conv under autocast gives fp16; batch_norm keeps it fp16 with fp32 params and stats
     x = rng.standard_normal((4, 3, 10, 10))
+    up = rng.standard_normal((4, 6, 8, 8))  # y.sum() would give a weight grad that is zero in exact arithmetic
     res = []
     for dev in ("cpu", cuda):
         ampc.manual_seed(1)
         conv, bn = ampc.nn.Conv2d(3, 6, 3).to(dev), ampc.nn.BatchNorm2d(6).to(dev)
         with ampc.autocast(device_type="cuda" if dev != "cpu" else "cpu", dtype=ampc.float16):
             y = bn(conv(make(x, ampc.float32, dev)))
-        y.float().sum().backward()
+        (y.float() * make(up, ampc.float32, dev)).sum().backward()
         res.append((y, bn.running_mean, bn.running_var, bn.weight.grad, conv.weight.grad))
     assert res[1][0].dtype == res[0][0].dtype
     for k, (a, b) in enumerate(zip(res[1], res[0])):

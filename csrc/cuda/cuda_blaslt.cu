@@ -351,14 +351,23 @@ ampc_status ampc_cuda_gemm_cublaslt(int device, cudaStream_t stream, ampc_dtype 
         }
         const char *p[GEMM_NOPS];
         for (int op = 0; op < GEMM_NOPS; op++) p[op] = g.ptr[op] ? g.ptr[op] + off[op] * (int64_t)item : nullptr;
+        cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+        const char *call = "cublasLtMatmul";
         if (mode == GEMM_C_BIAS) {
             const void *bias = p[GEMM_C];
-            LT_TRY(pr, cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                      sizeof bias));
+            st = cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+            call = "cublasLtMatmulDescSetAttribute(CUBLASLT_MATMUL_DESC_BIAS_POINTER)";
         }
-        LT_TRY(pr, cublasLtMatmul(handle, plan->desc, alpha_p, p[GEMM_B], plan->a, p[GEMM_A], plan->b, beta_p,
-                                  p[c_slot], plan->c ? plan->c : plan->d, (void *)p[GEMM_D], plan->d, &plan->algo, ws,
-                                  ws_bytes, stream));
+        if (st == CUBLAS_STATUS_SUCCESS) {
+            st = cublasLtMatmul(handle, plan->desc, alpha_p, p[GEMM_B], plan->a, p[GEMM_A], plan->b, beta_p, p[c_slot],
+                                plan->c ? plan->c : plan->d, (void *)p[GEMM_D], plan->d, &plan->algo, ws, ws_bytes,
+                                stream);
+            call = "cublasLtMatmul";
+        }
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            plan_destroy(plan); /* no cached plan outlives a failure: the next call asks the heuristic again */
+            return lt_fail(st, call, __FILE__, __LINE__, pr);
+        }
         ampc_cuda_gemm_count(AMPC_CUDA_GEMM_LT_CALLS);
     }
     if (mode == GEMM_C_BIAS) ampc_cuda_gemm_count(AMPC_CUDA_GEMM_BIAS_EPILOGUE);

@@ -279,7 +279,9 @@ static ampc_status run_cublaslt(const ampc_kernel_args *args, ampc_tensor *out, 
     gemm_c_mode mode = GEMM_C_NONE;
     if (cin) {
         int64_t crs = cin->strides[nd - 2], ccs = cin->strides[nd - 1];
-        if (beta == 1.0 && (n <= 1 || crs == 0) && (m <= 1 || ccs == 1))
+        /* not when C shares D's storage (n == 1, in place): cuBLASLt may write D (split-K
+         * partials) before it reads the bias, and its bias must not alias D */
+        if (beta == 1.0 && (n <= 1 || crs == 0) && (m <= 1 || ccs == 1) && cin->storage != out->storage)
             mode = GEMM_C_BIAS;
         else if (gemm_blas_layout(n, m, crs, ccs, &trans, &ld) && !trans && batch_strides_nonzero(cin))
             mode = GEMM_C_SEPARATE;

@@ -759,31 +759,34 @@ __device__ __forceinline__ double bn_invstd(nn_ref t, int64_t ch, bool is_var, d
     return is_var ? 1.0 / sqrt(v + eps) : v;
 }
 
-/* Per channel: scale = invstd * w, shift = b - mean * scale (in double), kept as A. */
+/* Per channel: scale = invstd * w, shift = b, and the mean, kept as A. y = (x - mean) * scale + b
+ * as PyTorch computes it: folding the mean into the shift (x * scale + (b - mean * scale))
+ * cancels badly in fp32 when |mean| / std is large. */
 template <typename A>
 __global__ void bn_apply_coef_kernel(nn_ref mean, nn_ref inv, nn_ref w, nn_ref b, bool is_var, double eps, int64_t c,
                                      A *coef) {
     NN_LOOP(ch, c) {
         double scale = bn_invstd(inv, ch, is_var, eps) * ref_ld(w, ch, 1.0);
         coef[ch] = (A)scale;
-        coef[c + ch] = (A)(ref_ld(b, ch, 0.0) - ref_ld(mean, ch, 0.0) * scale);
+        coef[c + ch] = (A)ref_ld(b, ch, 0.0);
+        coef[2 * c + ch] = (A)ref_ld(mean, ch, 0.0);
     }
 }
 
-/* y = x * scale[c] + shift[c]; thread v handles elements [v * VEC, v * VEC + VEC) of one row
+/* y = (x - mean[c]) * scale[c] + shift[c]; thread v handles elements [v * VEC, v * VEC + VEC) of one row
  * (L % VEC == 0 when VEC > 1). */
 template <typename T, typename A, int VEC>
 __global__ void bn_apply_kernel(const void *x, int x_dt, void *y, int y_dt, const A *__restrict__ coef, int64_t c,
                                 int64_t len, int64_t nvec) {
     NN_LOOP(v, nvec) {
         int64_t i0 = v * VEC, ch = (i0 / len) % c;
-        A scale = coef[ch], shift = coef[c + ch];
+        A scale = coef[ch], shift = coef[c + ch], mu = coef[2 * c + ch];
         if constexpr (VEC == 1) {
-            nn_st<T, A>(y, y_dt, i0, nn_ld<T, A>(x, x_dt, i0) * scale + shift);
+            nn_st<T, A>(y, y_dt, i0, (nn_ld<T, A>(x, x_dt, i0) - mu) * scale + shift);
         } else {
             nn_vec<T, VEC> t = ((const nn_vec<T, VEC> *)x)[v];
 #pragma unroll
-            for (int e = 0; e < VEC; e++) t.v[e] = ampc_convert<T>(ampc_convert<A>(t.v[e]) * scale + shift);
+            for (int e = 0; e < VEC; e++) t.v[e] = ampc_convert<T>((ampc_convert<A>(t.v[e]) - mu) * scale + shift);
             ((nn_vec<T, VEC> *)y)[v] = t;
         }
     }
@@ -804,7 +807,7 @@ static ampc_status cuda_batch_norm_apply(ampc_op op, const ampc_kernel_args *a) 
     const void *ptrs[2] = {ampc_data_ptr(x), ampc_data_ptr(y)};
     bool vec = typed && vec_ok(l, ampc_dtype_itemsize(x->dtype), 2, ptrs);
     NN_SWITCH_IO(typed, x->dtype, "batch_norm_apply", {
-        ampc_cuda_scratch coef(dev, sizeof(acc_t) * (size_t)(2 * c));
+        ampc_cuda_scratch coef(dev, sizeof(acc_t) * (size_t)(3 * c));
         if (!coef.ok()) return ampc_last_status();
         bn_apply_coef_kernel<acc_t><<<nn_blocks(c, NN_THREADS), NN_THREADS, 0, s>>>(
             ref_of(mean), ref_of(inv), ref_of(w), ref_of(b), is_var, eps, c, coef.as<acc_t>());

@@ -74,10 +74,12 @@ __device__ __forceinline__ A sm_attn_value(const sm_attn &at, A v, int64_t j, in
     return v;
 }
 
-/* The value written for input value v of a row with max m, sum of exp s and lse = m + log(s). */
-template <typename A> __device__ __forceinline__ A sm_forward_value(int mode, A v, A m, A s, A lse) {
-    if (mode == SM_LOG_SOFTMAX) return v - lse;
-    if (mode == SM_SOFTMAX) return nn_exp(v - lse);
+/* The value written for input value v of a row with max m, sum of exp s and logs = log(s).
+ * (v - m) - logs, as PyTorch's CUDA epilogue, not v - (m + logs): m + logs rounds to the ulp of
+ * the max (1e-6 at |m| ~ 16 in fp32), which the log-probabilities near 0 cannot absorb. */
+template <typename A> __device__ __forceinline__ A sm_forward_value(int mode, A v, A m, A s, A logs) {
+    if (mode == SM_LOG_SOFTMAX) return (v - m) - logs;
+    if (mode == SM_SOFTMAX) return nn_exp((v - m) - logs);
     return m == nn_neg_inf<A>() ? (A)0 : nn_exp(v - m) / s; /* attention: nothing kept -> 0 */
 }
 
@@ -126,12 +128,12 @@ __global__ void __launch_bounds__(SM_WARP_THREADS) softmax_warp_kernel(sm_params
             for (int k = 0; k < N; k++)
                 if (k < cnt[c]) s += nn_exp(v[c * N + k] - m);
         s = ampc_warp_sum(s);
-        A lse = m + nn_log(s);
+        A logs = nn_log(s);
 #pragma unroll
         for (int c = 0; c < NC; c++) {
 #pragma unroll
             for (int k = 0; k < N; k++)
-                if (k < cnt[c]) v[c * N + k] = sm_forward_value(p.mode, v[c * N + k], m, s, lse);
+                if (k < cnt[c]) v[c * N + k] = sm_forward_value(p.mode, v[c * N + k], m, s, logs);
             nn_store_chunk<TO, N>(p.out, p.out_dt, base, 1, ((int64_t)c * 32 + lane) * N, cnt[c], vec, v + c * N);
         }
     }
@@ -163,13 +165,13 @@ __global__ void __launch_bounds__(NN_MAX_THREADS) softmax_rows_kernel(sm_params 
             nn_maxsum_add<A, N>(m, s, v, cnt);
         });
         nn_group_maxsum<G>(m, s, smem);
-        A lse = m + nn_log(s);
+        A logs = nn_log(s);
         nn_for_chunks<N>(d, head, lane, gsize, [&](int64_t e0, int cnt) {
             A v[N];
             nn_load_chunk<TI, N>(p.x, p.x_dt, base, es, e0, cnt, head >= 0, v);
 #pragma unroll
             for (int k = 0; k < N; k++)
-                if (k < cnt) v[k] = sm_forward_value(p.mode, attn ? sm_attn_value(p.attn, v[k], e0 + k, i, moff) : v[k], m, s, lse);
+                if (k < cnt) v[k] = sm_forward_value(p.mode, attn ? sm_attn_value(p.attn, v[k], e0 + k, i, moff) : v[k], m, s, logs);
             nn_store_chunk<TO, N>(p.out, p.out_dt, base, es, e0, cnt, vo, v);
         });
     }
@@ -439,7 +441,7 @@ __global__ void __launch_bounds__(NN_MAX_THREADS) ce_forward_kernel(ce_params p)
             }
         });
         nn_group_maxsum<G>(m, s, smem);
-        A lse = m + nn_log(s);
+        A logs = nn_log(s), lse = m + logs; /* log-probabilities as (x - m) - logs (sm_forward_value) */
         A loss = 0, weight = 0;
         if constexpr (Probs) {
             A acc = 0;
@@ -450,7 +452,7 @@ __global__ void __launch_bounds__(NN_MAX_THREADS) ce_forward_kernel(ce_params p)
                 for (int k = 0; k < N; k++)
                     if (k < cnt) {
                         A tp = ampc_load_dyn<A>(p.target, p.target_dt, base + (e0 + k) * es) * ((A)1 - ls) + ls / cf;
-                        acc -= ce_weight<A>(p, e0 + k) * tp * (v[k] - lse);
+                        acc -= ce_weight<A>(p, e0 + k) * tp * ((v[k] - m) - logs);
                     }
             });
             loss = nn_group_sum<G>(acc, smem);
@@ -468,7 +470,7 @@ __global__ void __launch_bounds__(NN_MAX_THREADS) ce_forward_kernel(ce_params p)
                     } else {
                         weight = ce_weight<A>(p, cls);
                         A xc = nn_io<T>::template load<A>(p.x, 0, base + cls * es);
-                        loss = -(xc - lse) * weight * ((A)1 - ls);
+                        loss = -((xc - m) - logs) * weight * ((A)1 - ls);
                         if (smooth) loss += ls / cf * (lse * sw - swx); /* -sum(w (x - lse)) */
                     }
                 }

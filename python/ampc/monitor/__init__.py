@@ -29,8 +29,20 @@ def memory_stats(device="cpu"):
     return st["allocated"], st["peak_allocated"]
 
 
+def _scaler_device(scaler):
+    """The device a GradScaler works on: its scale tensor's once scale() has run, else the device
+    it was made for (None for a disabled or absent scaler)."""
+    if scaler is None or not scaler.is_enabled():
+        return None
+    scale = scaler._get_scale_async()
+    return str(scale.device) if scale is not None else str(scaler._device)
+
+
 class AMPMonitor:
-    def __init__(self, scaler=None, every=50, device="cpu", printer=print):
+    """device: whose memory statistics are reported; None (the default) follows the scaler (its
+    scale's device, so a CUDA run reports CUDA memory), else "cpu"."""
+
+    def __init__(self, scaler=None, every=50, device=None, printer=print):
         self.scaler = scaler
         self.every = every
         self.device = device
@@ -75,7 +87,7 @@ class AMPMonitor:
         return None
 
     def snapshot(self):
-        allocated, peak = memory_stats(self.device)
+        allocated, peak = memory_stats(self.device or _scaler_device(self.scaler) or "cpu")
         stats = self.scaler.stats() if self.scaler is not None else None
         recent = self.step_times[-self.every:] if self.step_times else []
         return {

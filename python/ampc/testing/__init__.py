@@ -35,15 +35,42 @@ def _flat_numpy(t):
     return np.array(t.detach().cpu().numpy(), dtype=np.float64).ravel()
 
 
+class _HostElements:
+    """Element access of a CPU tensor through NumPy (shares its memory, strides included)."""
+
+    def __init__(self, x):
+        self.arr = x.detach().numpy()
+
+    def __getitem__(self, idx):
+        return self.arr[idx].copy()
+
+    def __setitem__(self, idx, value):
+        self.arr[idx] = value
+
+
+class _DeviceElements:
+    """The same for a tensor on another device (a CUDA tensor has no NumPy view): indexed
+    reads and in-place writes on a detached alias, one element at a time."""
+
+    def __init__(self, x):
+        self.t = x.detach()
+
+    def __getitem__(self, idx):
+        return float(self.t[idx])
+
+    def __setitem__(self, idx, value):
+        self.t[idx] = float(value)
+
+
 def _numerical_jacobian(fn, inputs, diff_idx, n_out_elems, eps):
     """J[k][i]: (outputs numel, input i numel) by central differences."""
     jac = []
     for i in diff_idx:
         x = inputs[i]
-        arr = x.detach().numpy()  # shares x's memory, strides included
+        arr = _HostElements(x) if x.device.type == "cpu" else _DeviceElements(x)
         cols = np.zeros((sum(n_out_elems), x.numel()), dtype=np.float64)
-        for flat, idx in enumerate(np.ndindex(*arr.shape) if arr.ndim else [()]):
-            orig = arr[idx].copy()
+        for flat, idx in enumerate(np.ndindex(*tuple(x.shape)) if x.dim() else [()]):
+            orig = arr[idx]
             arr[idx] = orig + eps
             plus = [_flat_numpy(o) for o in _differentiable_outputs(fn(*inputs))]
             arr[idx] = orig - eps
@@ -64,10 +91,10 @@ def _analytical_jacobian(outputs, inputs, diff_idx):
         for j in range(out.numel()):
             grad_outputs = []
             for m, o in enumerate(outputs):
-                g = _C.zeros_like(o)
+                g = _C.zeros_like(o, device="cpu")  # one-hot built on the host, then moved to o's device
                 if m == k:
                     g.numpy().reshape(-1)[j] = 1.0
-                grad_outputs.append(g)
+                grad_outputs.append(g.to(device=o.device))
             grads = autograd_grad(outputs, diff_inputs, grad_outputs, retain_graph=True, allow_unused=True)
             for n, (g, x) in enumerate(zip(grads, diff_inputs)):
                 if g is None:
@@ -130,7 +157,8 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
         outputs = _differentiable_outputs(fn(*inputs))
     if grad_outputs is None:
         rng = np.random.default_rng(seed)
-        grad_outputs = tuple(_C.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, requires_grad=True)
+        grad_outputs = tuple(_C.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=o.device,
+                                       requires_grad=True)
                              for o in outputs)
     else:
         grad_outputs = _as_tuple(grad_outputs)

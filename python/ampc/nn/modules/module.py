@@ -422,8 +422,9 @@ class Module:
     # ------------------------------------------------------------ device and dtype
 
     def _apply(self, fn, recurse=True):
-        """fn on every parameter, grad and buffer. Parameters keep their identity (the new values
-        are swapped in through .data, as PyTorch does), so optimizers built earlier still hold them."""
+        """fn on every parameter, grad and buffer. Parameters and their grads keep their identity
+        (the new values are swapped in through .data, as PyTorch does), so optimizers built earlier
+        still hold them."""
         if recurse:
             for module in self.children():
                 module._apply(fn)
@@ -438,7 +439,7 @@ class Module:
                 with no_grad():
                     grad_applied = fn(param.grad)
                 if grad_applied is not param.grad:
-                    param.grad = grad_applied.requires_grad_(param.grad.requires_grad)
+                    param.grad.data = grad_applied
         for key, buf in self._buffers.items():
             if buf is not None:
                 self._buffers[key] = fn(buf)

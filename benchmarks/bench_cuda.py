@@ -15,6 +15,7 @@ import json
 import os
 import time
 
+from bench_train import GPTBlockHead
 from common import machine_line, try_import_torch
 
 import ampc
@@ -115,20 +116,7 @@ def recipe_mlp(lib, width, layers):
 
 
 def gpt_block(lib, d_model, n_head, vocab):
-    n = lib.nn
-
-    class GPTBlock(n.Module):
-        def __init__(self):
-            super().__init__()
-            self.emb = n.Embedding(vocab, d_model)
-            self.block = n.TransformerEncoderLayer(d_model, n_head, 4 * d_model, dropout=0.0, batch_first=True,
-                                                   norm_first=True, activation="gelu")
-            self.head = n.Linear(d_model, vocab)
-
-        def forward(self, idx):
-            return self.head(self.block(self.emb(idx))).flatten(0, 1)
-
-    return GPTBlock()
+    return GPTBlockHead(lib, d_model=d_model, n_head=n_head, vocab=vocab)
 
 
 def train_cases(quick):

@@ -11,6 +11,8 @@ import pytest
 
 import ampc
 import ampc.nn.functional as F
+from cuda_compare import close, make
+from cuda_compare import host as npy
 
 NP = {ampc.float32: np.float32, ampc.float64: np.float64, ampc.float16: np.float16, ampc.bfloat16: ml_dtypes.bfloat16}
 # elementwise tolerance relative to |want| + mean |want| (sums run in fp32 on the GPU, double on the CPU)
@@ -24,36 +26,6 @@ FLOATS = [ampc.float32, ampc.float16, ampc.bfloat16, ampc.float64]
 @pytest.fixture
 def rng():
     return np.random.default_rng(20240611)
-
-
-def make(x, dtype, device, requires_grad=False):
-    """A leaf on `device` holding the NumPy values x rounded to dtype (the same values on both devices)."""
-    t = ampc.from_numpy(np.ascontiguousarray(np.asarray(x, dtype=np.float64))).to(dtype).to(device)
-    return t.requires_grad_(requires_grad) if requires_grad else t
-
-
-def npy(t):
-    t = t.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
-    if t.dtype in (ampc.float16, ampc.bfloat16):
-        t = t.float()
-    return np.asarray(t.numpy(), dtype=np.float64)
-
-
-def close(got, want, tol, what=""):
-    got, want = npy(got), npy(want)
-    assert got.shape == want.shape, (what, got.shape, want.shape)
-    if tol == 0:
-        assert np.array_equal(got, want, equal_nan=True), what
-        return
-    finite = np.isfinite(want)
-    scale = np.abs(want[finite]).mean() if finite.any() else 0.0
-    err = np.abs(got - want)
-    ok = np.where(finite, err <= tol * (np.abs(want) + scale), (got == want) | (np.isnan(got) & np.isnan(want)))
-    if not ok.all():
-        i = np.unravel_index(np.argmin(ok), ok.shape)
-        raise AssertionError(f"{what}: {int((~ok).sum())} of {ok.size} differ; at {i} got {got[i]!r} want {want[i]!r}")
 
 
 def both(fn, arrays, dtype, cuda, grad=(), rng=None, dtypes=None):

@@ -9,15 +9,13 @@ Every op runs on the same fresh random inputs on the CPU and on `cuda` (tests/co
 CPU computes in double; the GPU in fp32 (double for fp64 and mixed dtypes), rounding once."""
 import math
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 import ampc
 import ampc.nn.functional as F
+from cuda_compare import check_close, host, tensor
 
-NP_OF = {ampc.float32: np.float32, ampc.float16: np.float16, ampc.bfloat16: ml_dtypes.bfloat16,
-         ampc.float64: np.float64}
 TOL = {ampc.float32: 2e-5, ampc.float16: 2e-3, ampc.bfloat16: 1.6e-2, ampc.float64: 1e-11}
 LOSSES = ["mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 REDUCTIONS = ["mean", "sum", "none"]
@@ -25,34 +23,6 @@ REDUCTIONS = ["mean", "sum", "none"]
 
 def rng(seed):
     return np.random.default_rng(seed)
-
-
-def tensor(a, dtype):
-    return ampc.tensor(np.asarray(a, dtype=np.float64).astype(NP_OF[dtype]), dtype=dtype)
-
-
-def host(t):
-    t = t.detach().cpu()
-    if t.dtype in (ampc.float16, ampc.bfloat16):
-        t = t.float()
-    return np.asarray(t.numpy(), dtype=np.float64)
-
-
-def check_close(got, want, tol, floor=0.1):
-    """As in test_cuda_nn_softmax.py: equal NaN/inf positions, |got - want| <= tol * (|want| +
-    floor * max|want|)."""
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert tuple(got.shape) == tuple(want.shape), (tuple(got.shape), tuple(want.shape))
-    g, w = host(got), host(want)
-    assert np.array_equal(np.isnan(g), np.isnan(w)), "NaN positions differ"
-    inf = np.isinf(w)
-    assert np.array_equal(g[inf], w[inf]) and not np.isinf(g[~inf]).any(), "infinities differ"
-    fin = np.isfinite(w)
-    if not fin.any():
-        return
-    scale = np.max(np.abs(w[fin]))
-    err = np.abs(g[fin] - w[fin]) - tol * (np.abs(w[fin]) + floor * scale)
-    assert err.max() <= 0, f"max excess error {err.max():.3g} (scale {scale:.3g})"
 
 
 def operands(name, shape, seed, t_shape=None, edges=False):

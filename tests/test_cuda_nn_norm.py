@@ -5,12 +5,13 @@ the functional API and the modules moved with .to("cuda").
 
 Runs only with a GPU (fixture `cuda`); AMPC_TEST_CUDA_AS_CPU=1 runs the "cuda" side on the CPU
 to prove the test logic."""
-import ml_dtypes
 import numpy as np
 import pytest
 
 import ampc
 import ampc.nn.functional as F
+from cuda_compare import close, make
+from cuda_compare import host as npy
 
 # elementwise tolerance relative to |want| + mean |want|: the GPU computes in fp32, the CPU in double
 TOL = {ampc.float64: 1e-9, ampc.float32: 3e-5, ampc.float16: 2e-3, ampc.bfloat16: 1.6e-2}
@@ -22,33 +23,6 @@ FLOATS = [ampc.float32, ampc.float16, ampc.bfloat16, ampc.float64]
 @pytest.fixture
 def rng():
     return np.random.default_rng(20240612)
-
-
-def make(x, dtype, device, requires_grad=False):
-    """A leaf on `device` holding the NumPy values x rounded to dtype (the same values on both devices)."""
-    t = ampc.from_numpy(np.array(x, dtype=np.float64)).to(dtype).to(device)  # a copy: never shares x
-    return t.requires_grad_(requires_grad) if requires_grad else t
-
-
-def npy(t):
-    t = t.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
-    if t.dtype in (ampc.float16, ampc.bfloat16):
-        t = t.float()
-    return np.asarray(t.numpy(), dtype=np.float64)
-
-
-def close(got, want, tol, what=""):
-    got, want = npy(got), npy(want)
-    assert got.shape == want.shape, (what, got.shape, want.shape)
-    finite = np.isfinite(want)
-    scale = np.abs(want[finite]).mean() if finite.any() else 0.0
-    err = np.abs(got - want)
-    ok = np.where(finite, err <= tol * (np.abs(want) + scale), (got == want) | (np.isnan(got) & np.isnan(want)))
-    if not ok.all():
-        i = np.unravel_index(np.argmin(ok), ok.shape)
-        raise AssertionError(f"{what}: {int((~ok).sum())} of {ok.size} differ; at {i} got {got[i]!r} want {want[i]!r}")
 
 
 def both(fn, arrays, dtypes, cuda, grad=(), rng=None):

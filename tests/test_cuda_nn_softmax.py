@@ -13,15 +13,13 @@ agree within the output dtype's rounding: one ulp of fp16/bf16 outputs, ~1e-6 re
 """
 import math
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 import ampc
 import ampc.nn.functional as F
+from cuda_compare import check_close, host, tensor
 
-NP_OF = {ampc.float32: np.float32, ampc.float16: np.float16, ampc.bfloat16: ml_dtypes.bfloat16,
-         ampc.float64: np.float64}
 # relative tolerance of a result stored in this dtype (two ulps of fp16/bf16: the GPU's fp32
 # result may round the other way than the CPU's double one)
 TOL = {ampc.float32: 2e-5, ampc.float16: 2e-3, ampc.bfloat16: 1.6e-2, ampc.float64: 1e-11}
@@ -30,37 +28,6 @@ SIZES = [1, 31, 32, 33, 1000, 4097, 50257]
 
 def rng(seed):
     return np.random.default_rng(seed)
-
-
-def tensor(a, dtype):
-    """CPU tensor of the values of NumPy array a in dtype."""
-    return ampc.tensor(np.asarray(a, dtype=np.float64).astype(NP_OF[dtype]), dtype=dtype)
-
-
-def host(t):
-    """float64 NumPy copy of a tensor on any device."""
-    t = t.detach().cpu()
-    if t.dtype in (ampc.float16, ampc.bfloat16):
-        t = t.float()
-    return np.asarray(t.numpy(), dtype=np.float64)
-
-
-def check_close(got, want, tol, floor=0.1):
-    """got (any device) matches the CPU result want: equal NaN and inf positions, and
-    |got - want| <= tol * (|want| + floor * max|want|) elsewhere (the floor covers cancellation
-    in gradients and the ulps of tiny values)."""
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert tuple(got.shape) == tuple(want.shape), (tuple(got.shape), tuple(want.shape))
-    g, w = host(got), host(want)
-    assert np.array_equal(np.isnan(g), np.isnan(w)), "NaN positions differ"
-    inf = np.isinf(w)
-    assert np.array_equal(g[inf], w[inf]) and not np.isinf(g[~inf]).any(), "infinities differ"
-    fin = np.isfinite(w)
-    if not fin.any():
-        return
-    scale = np.max(np.abs(w[fin]))
-    err = np.abs(g[fin] - w[fin]) - tol * (np.abs(w[fin]) + floor * scale)
-    assert err.max() <= 0, f"max excess error {err.max():.3g} (scale {scale:.3g})"
 
 
 def pair(a, dtype, cuda, requires_grad=False):

@@ -359,3 +359,26 @@ ampc_tensor *ampc_matmul(const ampc_tensor *a, const ampc_tensor *b) {
     GRAD_END(g, out, ampc_ad_record_matmul(a, b, out));
     return out;
 }
+
+/* The GEMM row's contract (ops.def), checked by every device's GEMM kernel: the frontends
+ * (linalg.c, nn_common.c) guarantee it, so a violation is a caller's bug and gets an error, not
+ * a wild write. */
+ampc_status ampc_gemm_check_args(const ampc_kernel_args *args) {
+    const ampc_tensor *c = args->out[0];
+    if (args->n_out != 1 || args->n_in < 2 || args->n_in > 3 || c->ndim < 2)
+        return ampc_set_error(AMPC_E_RUNTIME, "gemm: expected 1 output of >= 2 dims and 2 or 3 inputs");
+    int nd = c->ndim;
+    int64_t n = c->shape[nd - 2], m = c->shape[nd - 1], k = args->in[0]->shape[nd - 1];
+    const int64_t want[3][2] = {{n, k}, {k, m}, {n, m}};
+    for (int i = 0; i < args->n_in; i++) {
+        const ampc_tensor *t = args->in[i];
+        if (t->ndim != nd || t->dtype != c->dtype || t->shape[nd - 2] != want[i][0] || t->shape[nd - 1] != want[i][1] ||
+            memcmp(t->shape, c->shape, sizeof(int64_t) * (size_t)(nd - 2)) != 0)
+            return ampc_set_error(AMPC_E_RUNTIME, "gemm: input %d does not match the output's shape or dtype", i);
+        if (!ampc_device_eq(t->device, c->device))
+            return ampc_set_error(AMPC_E_RUNTIME, "gemm: input %d is not on the output's device", i);
+    }
+    if ((m > 1 && c->strides[nd - 1] != 1) || (n > 1 && c->strides[nd - 2] < m))
+        return ampc_set_error(AMPC_E_RUNTIME, "gemm: the output's matrices must be row-major");
+    return AMPC_OK;
+}

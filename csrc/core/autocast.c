@@ -5,27 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const op_names[AMPC_AC_NUM_OPS] = {
-#define AMPC_AUTOCAST(id, name, policy) name,
-#include "autocast_policy.def"
-#undef AMPC_AUTOCAST
-};
-
-static const ampc_autocast_policy op_policies[AMPC_AC_NUM_OPS] = {
-#define AMPC_AUTOCAST(id, name, policy) AMPC_AC_POLICY_##policy,
-#include "autocast_policy.def"
-#undef AMPC_AUTOCAST
-};
-
-const char *ampc_autocast_op_name(ampc_autocast_op op) { return op_names[op]; }
-ampc_autocast_policy ampc_autocast_op_policy(ampc_autocast_op op) { return op_policies[op]; }
-
-int ampc_autocast_find_op(const char *name) {
-    for (int i = 0; i < AMPC_AC_NUM_OPS; i++)
-        if (strcmp(op_names[i], name) == 0) return i;
-    return -1;
-}
-
 /* ---------------------------------------------------------------- state */
 
 static _Thread_local bool enabled[AMPC_NUM_DEVICE_TYPES];
@@ -155,7 +134,7 @@ static const char banned_message[] =
     "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
     "safe to autocast.";
 
-int ampc_autocast_enter(ampc_autocast_op op, int n, const ampc_tensor *const *inputs, bool explicit_dtype,
+int ampc_autocast_enter(ampc_op op, int n, const ampc_tensor *const *inputs, bool explicit_dtype,
                         ampc_autocast_scope *ac) {
     ac->active = false;
     ac->n = 0;
@@ -166,7 +145,7 @@ int ampc_autocast_enter(ampc_autocast_op op, int n, const ampc_tensor *const *in
     for (int i = 0; i < n && dev < 0; i++)
         if (inputs[i] && !inputs[i]->is_wrapped_number && enabled[inputs[i]->device.type]) dev = inputs[i]->device.type;
     if (dev < 0) return 0;
-    ampc_autocast_policy policy = op_policies[op];
+    ampc_autocast_policy policy = ampc_op_autocast_policy(op);
     ampc_dtype to;
     switch (policy) {
     case AMPC_AC_POLICY_LOWER: to = fast_dtype[dev]; break;
@@ -200,7 +179,7 @@ int ampc_autocast_enter(ampc_autocast_op op, int n, const ampc_tensor *const *in
     default: return 0;
     }
     if (n > AMPC_AUTOCAST_MAX_INPUTS) {
-        ampc_set_error(AMPC_E_VALUE, "autocast: %s has more than %d tensor inputs", op_names[op],
+        ampc_set_error(AMPC_E_VALUE, "autocast: %s has more than %d tensor inputs", ampc_op_name(op),
                        AMPC_AUTOCAST_MAX_INPUTS);
         return -1;
     }
@@ -225,29 +204,16 @@ int ampc_autocast_enter(ampc_autocast_op op, int n, const ampc_tensor *const *in
     return 1;
 }
 
-/* Rows of ops.def ops, matched by name and built on the first lookup inside a region. Racing
- * builders store identical values, atomically. */
-static int8_t row_of_op[AMPC_NUM_OPS];
-static int row_map_ready;
-
-static int autocast_row_of(ampc_op op) {
-    if (!__atomic_load_n(&row_map_ready, __ATOMIC_ACQUIRE)) {
-        for (int o = 0; o < AMPC_NUM_OPS; o++)
-            __atomic_store_n(&row_of_op[o], (int8_t)ampc_autocast_find_op(ampc_op_name((ampc_op)o)), __ATOMIC_RELAXED);
-        __atomic_store_n(&row_map_ready, 1, __ATOMIC_RELEASE);
-    }
-    return (unsigned)op < AMPC_NUM_OPS ? __atomic_load_n(&row_of_op[op], __ATOMIC_RELAXED) : -1;
-}
-
+/* The frontends that serve many ops (ampc_unary, ampc_binary, ampc_reduce) enter through this:
+ * a cheap early exit when no device type has autocast on, then the op's row decides. */
 int ampc_autocast_enter_op(ampc_op op, int n, const ampc_tensor *const *inputs, bool explicit_dtype,
                            ampc_autocast_scope *ac) {
     ac->active = false;
     ac->n = 0;
     bool any_on = false;
     for (int d = 0; d < AMPC_NUM_DEVICE_TYPES; d++) any_on |= enabled[d];
-    if (!any_on || excluded) return 0;
-    int row = autocast_row_of(op);
-    return row < 0 ? 0 : ampc_autocast_enter((ampc_autocast_op)row, n, inputs, explicit_dtype, ac);
+    if (!any_on || excluded || ampc_op_autocast_policy(op) == AMPC_AC_POLICY_NONE) return 0;
+    return ampc_autocast_enter(op, n, inputs, explicit_dtype, ac);
 }
 
 void *ampc_autocast_exit(ampc_autocast_scope *ac, void *result) {

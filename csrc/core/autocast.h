@@ -2,11 +2,11 @@
  *
  * State is thread-local: per device type an enabled flag and a lower-precision dtype (CUDA fp16,
  * CPU bf16 by default), plus cache_enabled and the nesting depth shared by all device types.
- * The policy of every eligible op is one row of autocast_policy.def. A frontend of an eligible op
+ * The policy of every op is the AUTOCAST column of its ops.def row. A frontend of an eligible op
  * starts with three lines:
  *
  *     ampc_autocast_scope ac;
- *     int acr = ampc_autocast_enter(AMPC_AC_MM, 2, (const ampc_tensor *[]){a, b}, false, &ac);
+ *     int acr = ampc_autocast_enter(AMPC_OP_MM, 2, (const ampc_tensor *[]){a, b}, false, &ac);
  *     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_mm(ac.t[0], ac.t[1]));
  *
  * enter() returns 1 when autocast applies, 0 when it does not, -1 on error (banned op, failed
@@ -23,26 +23,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum ampc_autocast_policy {
-    AMPC_AC_POLICY_LOWER,
-    AMPC_AC_POLICY_FP32,
-    AMPC_AC_POLICY_FP32_DTYPE,
-    AMPC_AC_POLICY_PROMOTE,
-    AMPC_AC_POLICY_BANNED
-} ampc_autocast_policy;
-
-typedef enum ampc_autocast_op {
-#define AMPC_AUTOCAST(id, name, policy) AMPC_AC_##id,
-#include "autocast_policy.def"
-#undef AMPC_AUTOCAST
-    AMPC_AC_NUM_OPS
-} ampc_autocast_op;
-
-const char *ampc_autocast_op_name(ampc_autocast_op op);
-ampc_autocast_policy ampc_autocast_op_policy(ampc_autocast_op op);
-/* Looks a row up by name ("mm"); -1 when the op is not in the table. */
-int ampc_autocast_find_op(const char *name);
 
 /* ---- thread-local state (torch.is_autocast_enabled & co.) ---- */
 bool ampc_autocast_is_enabled(ampc_device_type dev);
@@ -73,11 +53,11 @@ typedef struct ampc_autocast_scope {
 
 /* explicit_dtype: the caller passed dtype=..., which makes the op ineligible (PyTorch). Inputs
  * may contain NULLs (optional arguments). */
-int ampc_autocast_enter(ampc_autocast_op op, int n, const ampc_tensor *const *inputs, bool explicit_dtype,
+int ampc_autocast_enter(ampc_op op, int n, const ampc_tensor *const *inputs, bool explicit_dtype,
                          ampc_autocast_scope *ac);
 void *ampc_autocast_exit(ampc_autocast_scope *ac, void *result);
-/* enter() for an ops.def op: its row by name, 0 when it has none (and, cheaply, when autocast is
- * off everywhere). */
+/* enter() for frontends serving many ops: 0 at once when autocast is off everywhere or the op's
+ * row says AC_NONE. */
 int ampc_autocast_enter_op(ampc_op op, int n, const ampc_tensor *const *inputs, bool explicit_dtype,
                            ampc_autocast_scope *ac);
 /* Status-returning variant of exit for frontends that return ampc_status. */

@@ -124,7 +124,9 @@ ampc_tensor *ampc_ad_clone(const ampc_tensor *t);
 /* elementwise.c */
 ampc_tensor *ampc_ad_unary(ampc_op op, const ampc_tensor *a);
 ampc_tensor *ampc_ad_gelu(const ampc_tensor *a, bool tanh_approximation);
-ampc_tensor *ampc_ad_softplus(const ampc_tensor *a, double beta, double threshold);
+ampc_tensor *ampc_ad_elementwise_params(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar p0,
+                                        ampc_scalar p1);
+ampc_status ampc_ad_elementwise_params_(ampc_op op, ampc_tensor *a, ampc_scalar p0, ampc_scalar p1);
 ampc_tensor *ampc_ad_clamp(const ampc_tensor *a, ampc_scalar min, ampc_scalar max);
 ampc_tensor *ampc_ad_binary(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha);
 ampc_tensor *ampc_ad_where(const ampc_tensor *cond, const ampc_tensor *a, const ampc_tensor *b);

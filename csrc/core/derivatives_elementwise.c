@@ -21,15 +21,29 @@
 #define X(n) ad_saved(n, 0)
 #define G ad_ref(go[0])
 
-static bool saves_output(ampc_op op) {
-    switch (op) {
-    case AMPC_OP_EXP: case AMPC_OP_SQRT: case AMPC_OP_RSQRT: case AMPC_OP_RECIPROCAL:
-    case AMPC_OP_SIGMOID: case AMPC_OP_TANH: case AMPC_OP_RELU:
-        return true;
-    default:
-        return false;
-    }
-}
+/* The SAVE column of the unary rows: which tensor slot 0 of the node holds. */
+enum { SAVE_NONE, SAVE_SELF, SAVE_OUT };
+static const unsigned char unary_saves[AMPC_NUM_OPS] = {
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) [AMPC_OP_##id] = save,
+#include "ops.def"
+#undef AMPC_EW_OP
+};
+static bool saves_output(ampc_op op) { return unary_saves[op] == SAVE_OUT; }
+
+/* GRAD_BY rows: the fused backward op (plus one; 0: none) that computes their input's grad. */
+#define GRAD(node) 0
+#define GRAD_BY(node, op) AMPC_OP_##op + 1
+#define GRAD_LINEAR(node) 0
+#define NOGRAD 0
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) [AMPC_OP_##id] = grad,
+static const int fused_backward[AMPC_NUM_OPS] = {
+#include "ops.def"
+};
+#undef AMPC_EW_OP
+#undef GRAD
+#undef GRAD_BY
+#undef GRAD_LINEAR
+#undef NOGRAD
 
 static ampc_tensor *unary_grad(ampc_node *n, ampc_op op, ampc_tensor *const *go) {
     switch (op) {
@@ -114,6 +128,14 @@ static ampc_tensor *unary_grad(ampc_node *n, ampc_op op, ampc_tensor *const *go)
     case AMPC_OP_SIGN: case AMPC_OP_FLOOR: case AMPC_OP_CEIL: case AMPC_OP_ROUND: /* piecewise constant: 0 */
         return ampc_zeros(go[0]->ndim, go[0]->shape, go[0]->dtype, go[0]->device);
     default:
+        if (fused_backward[op]) { /* the row's fused backward op: grad = OP(g, saved; p0, p1) */
+            ampc_tensor *x = X(n);
+            ampc_tensor *r = x ? ampc_elementwise_params((ampc_op)(fused_backward[op] - 1), go[0], x, n->attrs.scalars[0],
+                                                         n->attrs.scalars[1])
+                               : NULL;
+            ampc_tensor_decref(x);
+            return r;
+        }
         ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: no derivative for %s", ampc_node_name(n), ampc_op_name(op));
         return NULL;
     }
@@ -125,24 +147,31 @@ static ampc_status unary_backward(ampc_node *n, ampc_tensor *const *go, ampc_ten
     return ad_done(n, gi);
 }
 
-#define UNARY_RULE(id, name) [AMPC_OP_##id] = {name, unary_backward}
+/* Every differentiable unary row gets a rule named by its GRAD column. */
+#define GRAD(node) {node, unary_backward}
+#define GRAD_BY(node, op) {node, unary_backward}
+#define GRAD_LINEAR(node) {NULL, NULL}
+#define NOGRAD {NULL, NULL}
+#define AMPC_OP(id, name, kind, schema, backends, ac, grad)
+#define UNARY_RULE_UNARY(id, ...) [AMPC_OP_##id] = __VA_ARGS__,
+#define UNARY_RULE_BINARY(id, ...)
+#define UNARY_RULE_COMPARE(id, ...)
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) UNARY_RULE_##kind(id, grad)
 static const ampc_grad_rule unary_rules[AMPC_NUM_OPS] = {
-    UNARY_RULE(NEG, "NegBackward0"),         UNARY_RULE(ABS, "AbsBackward0"),
-    UNARY_RULE(EXP, "ExpBackward0"),         UNARY_RULE(LOG, "LogBackward0"),
-    UNARY_RULE(SQRT, "SqrtBackward0"),       UNARY_RULE(RSQRT, "RsqrtBackward0"),
-    UNARY_RULE(RECIPROCAL, "ReciprocalBackward0"), UNARY_RULE(SIGMOID, "SigmoidBackward0"),
-    UNARY_RULE(TANH, "TanhBackward0"),       UNARY_RULE(RELU, "ReluBackward0"),
-    UNARY_RULE(GELU, "GeluBackward0"),       UNARY_RULE(SILU, "SiluBackward0"),
-    UNARY_RULE(SOFTPLUS, "SoftplusBackward0"), UNARY_RULE(SIN, "SinBackward0"),
-    UNARY_RULE(COS, "CosBackward0"),         UNARY_RULE(ERF, "ErfBackward0"),
-    UNARY_RULE(CLAMP, "ClampBackward1"),     UNARY_RULE(SIGN, "SignBackward0"),
-    UNARY_RULE(FLOOR, "FloorBackward0"),     UNARY_RULE(CEIL, "CeilBackward0"),
-    UNARY_RULE(ROUND, "RoundBackward0"),
+#include "ops.def"
 };
+#undef UNARY_RULE_UNARY
+#undef UNARY_RULE_BINARY
+#undef UNARY_RULE_COMPARE
+#undef AMPC_EW_OP
+#undef AMPC_OP
+#undef GRAD
+#undef GRAD_BY
+#undef GRAD_LINEAR
+#undef NOGRAD
 
 static bool unary_needs_self(ampc_op op) {
-    return op >= 0 && op < AMPC_NUM_OPS && unary_rules[op].backward && !saves_output(op) && op != AMPC_OP_NEG &&
-           op != AMPC_OP_SIGN && op != AMPC_OP_FLOOR && op != AMPC_OP_CEIL && op != AMPC_OP_ROUND;
+    return op >= 0 && op < AMPC_NUM_OPS && unary_rules[op].backward && unary_saves[op] == SAVE_SELF;
 }
 
 static ampc_status record_unary(ampc_op op, const ampc_tensor *a, const ampc_tensor *a_value, ampc_tensor *out,
@@ -156,7 +185,7 @@ static ampc_status record_unary(ampc_op op, const ampc_tensor *a, const ampc_ten
         if (op == AMPC_OP_GELU) at.ints[0] = ampc_scalar_to_int(params[0]);
         else at.scalars[0] = params[0], at.scalars[1] = params[1];
     }
-    const ampc_tensor *save = op == AMPC_OP_NEG ? NULL : saves_output(op) ? out : a_value;
+    const ampc_tensor *save = unary_saves[op] == SAVE_NONE ? NULL : saves_output(op) ? out : a_value;
     return ampc_autograd_record(&unary_rules[op], 1, &a, 1, &out, 1, &save, &at) ? AMPC_OK : ampc_last_status();
 }
 
@@ -367,6 +396,48 @@ ampc_status ampc_ad_record_to(const ampc_tensor *a, ampc_tensor *out) {
     return ampc_autograd_record(&to_rule, 1, &a, 1, &out, 0, NULL, NULL) ? AMPC_OK : ampc_last_status();
 }
 
+/* ------------------------------------------------------------------ fused backward rows
+ * A GRAD_LINEAR row (hardtanh_backward, ...) is linear in its first operand (the incoming
+ * grad) and piecewise constant in its second: d/dg = the op itself on the new grad, d/dx = 0. */
+static ampc_status linear_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    if (n->needs_input_grad[0]) {
+        ampc_tensor *x = ad_saved(n, 0);
+        gi[0] = x ? ampc_elementwise_params((ampc_op)n->attrs.ints[1], go[0], x, n->attrs.scalars[0], n->attrs.scalars[1]) : NULL;
+        ampc_tensor_decref(x);
+    }
+    if (n->needs_input_grad[1]) gi[1] = ampc_zeros(go[0]->ndim, go[0]->shape, go[0]->dtype, go[0]->device);
+    return ad_done(n, gi);
+}
+
+#define GRAD(node) {NULL, NULL}
+#define GRAD_BY(node, op) {NULL, NULL}
+#define GRAD_LINEAR(node) {node, linear_backward}
+#define NOGRAD {NULL, NULL}
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) [AMPC_OP_##id] = grad,
+static const ampc_grad_rule linear_rules[AMPC_NUM_OPS] = {
+#include "ops.def"
+};
+#undef AMPC_EW_OP
+#undef GRAD
+#undef GRAD_BY
+#undef GRAD_LINEAR
+#undef NOGRAD
+
+static ampc_status record_linear(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, const ampc_scalar *p,
+                                 ampc_tensor *out) {
+    if (!linear_rules[op].backward || !ampc_dtype_is_floating(out->dtype)) return AMPC_OK;
+    ampc_node_attrs at = {0};
+    at.ints[1] = op;
+    at.n_ints = 2;
+    at.scalars[0] = p[0];
+    at.scalars[1] = p[1];
+    const ampc_tensor *ins[2] = {a, b};
+    return ampc_autograd_record(&linear_rules[op], 2, ins, 1, &out, 1, &b, &at) ? AMPC_OK : ampc_last_status();
+}
+
+/* The old value of `a` when the rule of its in-place op reads it (recording off). */
+static ampc_status copy_before(bool needed, const ampc_tensor *a, ampc_tensor **before);
+
 /* ------------------------------------------------------------------ frontends' recording path */
 
 ampc_tensor *ampc_ad_unary(ampc_op op, const ampc_tensor *a) {
@@ -382,11 +453,26 @@ ampc_tensor *ampc_ad_gelu(const ampc_tensor *a, bool tanh_approximation) {
     return ad_recorded(out, out ? ampc_ad_record_unary(AMPC_OP_GELU, a, out, &mode) : AMPC_OK);
 }
 
-ampc_tensor *ampc_ad_softplus(const ampc_tensor *a, double beta, double threshold) {
+ampc_tensor *ampc_ad_elementwise_params(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar p0,
+                                        ampc_scalar p1) {
     ampc_tensor *out;
-    AD_PAUSED(out, ampc_softplus(a, beta, threshold));
-    ampc_scalar p[2] = {ampc_scalar_float(beta), ampc_scalar_float(threshold)};
-    return ad_recorded(out, out ? ampc_ad_record_unary(AMPC_OP_SOFTPLUS, a, out, p) : AMPC_OK);
+    AD_PAUSED(out, ampc_elementwise_params(op, a, b, p0, p1));
+    if (!out) return NULL;
+    ampc_scalar p[2] = {p0, p1};
+    if (ampc_op_kind_of(op) == AMPC_KIND_UNARY) return ad_recorded(out, ampc_ad_record_unary(op, a, out, p));
+    return ad_recorded(out, record_linear(op, a, b, p, out));
+}
+
+ampc_status ampc_ad_elementwise_params_(ampc_op op, ampc_tensor *a, ampc_scalar p0, ampc_scalar p1) {
+    ampc_tensor *before;
+    AMPC_TRY(ampc_autograd_check_inplace(a));
+    AMPC_TRY(copy_before(unary_needs_self(op), a, &before));
+    ampc_status st;
+    AD_PAUSED(st, ampc_elementwise_params_(op, a, p0, p1));
+    ampc_scalar p[2] = {p0, p1};
+    if (st == AMPC_OK) st = ampc_ad_record_unary_(op, before, a, p);
+    ampc_tensor_decref(before);
+    return st;
 }
 
 ampc_tensor *ampc_ad_clamp(const ampc_tensor *a, ampc_scalar min, ampc_scalar max) {

@@ -1,28 +1,144 @@
-/* dispatch.c: the op table's names and kinds, and the per-device kernel registry. */
+/* dispatch.c: the op table's columns as arrays, the per-device kernel registry, and the
+ * dispatcher (with its schema check for typed arguments). */
 #include "dispatch.h"
 
 #include <stdio.h>
+#include <string.h>
+
+#include "kernel_args.h"
+
+/* Column values of ops.def, as this file reads them. */
+#define AC_NONE AMPC_AC_POLICY_NONE
+#define AC_LOWER AMPC_AC_POLICY_LOWER
+#define AC_FP32 AMPC_AC_POLICY_FP32
+#define AC_FP32_DTYPE AMPC_AC_POLICY_FP32_DTYPE
+#define AC_PROMOTE AMPC_AC_POLICY_PROMOTE
+#define AC_BANNED AMPC_AC_POLICY_BANNED
+#define GRAD(node) node
+#define GRAD_BY(node, op) node
+#define GRAD_LINEAR(node) node
+#define NOGRAD NULL
+#define INTERNAL NULL
+#define GRAD_KIND_OF_GRAD(node) AMPC_GRAD_RULE
+#define BACKENDS_ALL true
+#define BACKENDS_NONE false
 
 static const char *const op_names[AMPC_NUM_OPS] = {
-#define AMPC_OP(id, name, kind) name,
+#define AMPC_OP(id, name, kind, schema, backends, ac, grad) name,
 #include "ops.def"
 #undef AMPC_OP
 };
 
 static const ampc_op_kind op_kinds[AMPC_NUM_OPS] = {
-#define AMPC_OP(id, name, kind) AMPC_KIND_##kind,
+#define AMPC_OP(id, name, kind, schema, backends, ac, grad) AMPC_KIND_##kind,
 #include "ops.def"
 #undef AMPC_OP
 };
 
-static ampc_kernel_fn kernels[AMPC_NUM_DEVICE_TYPES][AMPC_NUM_OPS];
+static const ampc_schema op_schemas[AMPC_NUM_OPS] = {
+#define AMPC_OP(id, name, kind, schema, backends, ac, grad) ampc_schema_##schema,
+#include "ops.def"
+#undef AMPC_OP
+};
 
-const char *ampc_op_name(ampc_op op) { return (op >= 0 && op < AMPC_NUM_OPS) ? op_names[op] : "?"; }
+static const bool op_has_kernels[AMPC_NUM_OPS] = {
+#define AMPC_OP(id, name, kind, schema, backends, ac, grad) BACKENDS_##backends,
+#include "ops.def"
+#undef AMPC_OP
+};
+
+static const ampc_autocast_policy op_autocast[AMPC_NUM_OPS] = {
+#define AMPC_OP(id, name, kind, schema, backends, ac, grad) ac,
+#include "ops.def"
+#undef AMPC_OP
+};
+
+/* GRAD("X") -> "X"; NOGRAD and INTERNAL -> NULL, told apart by op_grad_internal */
+static const char *const op_grad_names[AMPC_NUM_OPS] = {
+#define AMPC_OP(id, name, kind, schema, backends, ac, grad) grad,
+#include "ops.def"
+#undef AMPC_OP
+};
+
+#undef NOGRAD
+#undef INTERNAL
+#undef GRAD
+#undef GRAD_BY
+#undef GRAD_LINEAR
+#define NOGRAD false
+#define INTERNAL true
+#define GRAD(node) false
+#define GRAD_BY(node, op) false
+#define GRAD_LINEAR(node) false
+static const bool op_grad_internal[AMPC_NUM_OPS] = {
+#define AMPC_OP(id, name, kind, schema, backends, ac, grad) grad,
+#include "ops.def"
+#undef AMPC_OP
+};
+
+static const char *const schema_names[AMPC_NUM_SCHEMAS] = {
+    "bag", "none",
+#define AMPC_ARGS(schema, fields) #schema,
+#include "ops.def"
+#undef AMPC_ARGS
+};
+
+static const char *const kind_names[] = {"UNARY", "BINARY", "COMPARE", "TERNARY", "COPY", "FILL", "REDUCE",
+                                         "SCAN", "GEMM", "INDEX", "RANDOM", "AMP", "NN", "MULTI_TENSOR",
+                                         "OPTIM", "COMPOSITE"};
+_Static_assert(sizeof kind_names / sizeof kind_names[0] == AMPC_KIND_COMPOSITE + 1, "kind_names: one per ampc_op_kind");
+
+static ampc_kernel_fn kernels[AMPC_NUM_DEVICE_TYPES][AMPC_NUM_OPS];
+static int64_t dispatch_counts[AMPC_NUM_DEVICE_TYPES][AMPC_NUM_OPS];
+
+static bool valid_op(int op) { return op >= 0 && op < AMPC_NUM_OPS; }
+
+const char *ampc_op_name(ampc_op op) { return valid_op(op) ? op_names[op] : "?"; }
 ampc_op_kind ampc_op_kind_of(ampc_op op) { return op_kinds[op]; }
+const char *ampc_op_kind_name(ampc_op_kind kind) {
+    return kind >= 0 && kind <= AMPC_KIND_COMPOSITE ? kind_names[kind] : "?";
+}
+bool ampc_op_is_elementwise(ampc_op op) {
+    if (!valid_op(op)) return false;
+    ampc_op_kind k = op_kinds[op];
+    return k == AMPC_KIND_UNARY || k == AMPC_KIND_BINARY || k == AMPC_KIND_COMPARE || k == AMPC_KIND_TERNARY;
+}
+bool ampc_op_has_kernels(ampc_op op) { return valid_op(op) && op_has_kernels[op]; }
+ampc_autocast_policy ampc_op_autocast_policy(ampc_op op) { return valid_op(op) ? op_autocast[op] : AMPC_AC_POLICY_NONE; }
+ampc_grad_kind ampc_op_grad_kind(ampc_op op) {
+    if (!valid_op(op)) return AMPC_GRAD_NONE;
+    return op_grad_names[op] ? AMPC_GRAD_RULE : op_grad_internal[op] ? AMPC_GRAD_INTERNAL : AMPC_GRAD_NONE;
+}
+const char *ampc_op_grad_name(ampc_op op) { return valid_op(op) ? op_grad_names[op] : NULL; }
+ampc_schema ampc_op_schema(ampc_op op) { return valid_op(op) ? op_schemas[op] : ampc_schema_bag; }
+const char *ampc_schema_name(ampc_schema schema) {
+    return schema >= 0 && schema < AMPC_NUM_SCHEMAS ? schema_names[schema] : "?";
+}
+
+int ampc_op_find(const char *name) {
+    for (int op = 0; op < AMPC_NUM_OPS; op++)
+        if (strcmp(op_names[op], name) == 0) return op;
+    return -1;
+}
+
+bool ampc_op_has_kernel(ampc_device_type dev, ampc_op op) {
+    return dev >= 0 && dev < AMPC_NUM_DEVICE_TYPES && valid_op(op) && kernels[dev][op] != NULL;
+}
+
+int64_t ampc_op_dispatch_count(ampc_device_type dev, ampc_op op) {
+    if (dev < 0 || dev >= AMPC_NUM_DEVICE_TYPES || !valid_op(op)) return 0;
+    return __atomic_load_n(&dispatch_counts[dev][op], __ATOMIC_RELAXED);
+}
 
 void ampc_register_kernel(ampc_device_type dev, ampc_op op, ampc_kernel_fn fn) { kernels[dev][op] = fn; }
 
 ampc_status ampc_dispatch(ampc_op op, const ampc_kernel_args *args) {
+    if (!valid_op(op)) return ampc_set_error(AMPC_E_VALUE, "dispatch: op %d is not in the op table", (int)op);
+    if (!op_has_kernels[op])
+        return ampc_set_error(AMPC_E_RUNTIME, "%s: a composed op has no kernel of its own (ops.def)", op_names[op]);
+    if (args->typed && args->schema != (int)op_schemas[op])
+        return ampc_set_error(AMPC_E_RUNTIME, "%s: called with arguments of schema '%s', but its ops.def row says '%s'",
+                              op_names[op], ampc_schema_name((ampc_schema)args->schema), schema_names[op_schemas[op]]);
     /* The device of the first tensor present: an nn backward may leave out[0] NULL (no grad
      * wanted for the input) and still compute grad weight. */
     const ampc_tensor *first = NULL;
@@ -45,5 +161,21 @@ ampc_status ampc_dispatch(ampc_op op, const ampc_kernel_args *args) {
     if (!fn)
         return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: no kernel for device %s", op_names[op],
                               ampc_device_str(dev, d0, sizeof d0));
+    __atomic_fetch_add(&dispatch_counts[dev.type][op], 1, __ATOMIC_RELAXED);
     return fn(op, args);
+}
+
+ampc_status ampc_dispatch_typed(ampc_op op, ampc_schema schema, const void *typed, ampc_kernel_args *bag) {
+    bag->typed = typed;
+    bag->schema = (int)schema;
+    return ampc_dispatch(op, bag);
+}
+
+const void *ampc_kernel_args_typed(const ampc_kernel_args *a, ampc_schema schema, const char *schema_name) {
+    if (!a->typed || a->schema != (int)schema) {
+        ampc_set_error(AMPC_E_RUNTIME, "kernel expected arguments of schema '%s', got '%s'", schema_name,
+                       a->typed ? ampc_schema_name((ampc_schema)a->schema) : "bag");
+        return NULL;
+    }
+    return a->typed;
 }

@@ -1,11 +1,14 @@
-/* dispatch.h: the one path from an op to a device kernel.
+/* dispatch.h: the op table's facts and the one path from an op to a device kernel.
  *
- * A frontend (elementwise.c, reduce.c, linalg.c, ...) validates arguments, applies the shape and
- * dtype rules, allocates outputs on the inputs' device and fills an ampc_kernel_args; then
- * ampc_dispatch looks up kernels[device type][op] and runs it. A backend adds kernels by
- * registering them at start-up (cpu/cpu_register.c, cuda/cuda_register.c); callers never
- * change. Kernels receive outputs already allocated and shaped, and inputs already on the
- * same device. */
+ * The ops, their names, kinds, argument schemas, backends, autocast policies and gradient
+ * entries are the rows of ops.def; this header makes the enum and the accessors. A frontend
+ * (elementwise.c, reduce.c, linalg.c, ...) validates arguments, applies the shape and dtype
+ * rules, allocates outputs on the inputs' device and fills its op's typed argument struct
+ * (kernel_args.h); ampc_dispatch_<schema> packs it and ampc_dispatch looks up
+ * kernels[device type][op] and runs it. A backend adds kernels by registering them at start-up
+ * (cpu/cpu_register.c; cuda/cuda_runtime.c calls the ampc_cuda_register_<family> functions);
+ * callers never change. Kernels receive outputs already allocated and shaped, and inputs
+ * already on the same device. */
 #ifndef AMPC_DISPATCH_H
 #define AMPC_DISPATCH_H
 
@@ -16,7 +19,7 @@ extern "C" {
 #endif
 
 typedef enum ampc_op {
-#define AMPC_OP(id, name, kind) AMPC_OP_##id,
+#define AMPC_OP(id, name, kind, schema, backends, ac, grad) AMPC_OP_##id,
 #include "ops.def"
 #undef AMPC_OP
     AMPC_NUM_OPS
@@ -25,17 +28,50 @@ typedef enum ampc_op {
 typedef enum ampc_op_kind {
     AMPC_KIND_UNARY, AMPC_KIND_BINARY, AMPC_KIND_COMPARE, AMPC_KIND_TERNARY, AMPC_KIND_COPY,
     AMPC_KIND_FILL, AMPC_KIND_REDUCE, AMPC_KIND_SCAN, AMPC_KIND_GEMM, AMPC_KIND_INDEX,
-    AMPC_KIND_RANDOM, AMPC_KIND_AMP, AMPC_KIND_NN, AMPC_KIND_MULTI_TENSOR, AMPC_KIND_OPTIM
+    AMPC_KIND_RANDOM, AMPC_KIND_AMP, AMPC_KIND_NN, AMPC_KIND_MULTI_TENSOR, AMPC_KIND_OPTIM,
+    AMPC_KIND_COMPOSITE /* composed of other ops: no kernel of its own */
 } ampc_op_kind;
+
+/* The autocast policy column (autocast.h says what each does). */
+typedef enum ampc_autocast_policy {
+    AMPC_AC_POLICY_NONE,      /* not on PyTorch's autocast lists: runs as called */
+    AMPC_AC_POLICY_LOWER,     /* eligible inputs cast to the region's dtype (fp16/bf16) */
+    AMPC_AC_POLICY_FP32,      /* eligible inputs cast to float32; output float32 */
+    AMPC_AC_POLICY_FP32_DTYPE, /* upcast inside the kernel: the frontend gets dtype=float32 */
+    AMPC_AC_POLICY_PROMOTE,   /* all eligible inputs cast to the widest floating type among them */
+    AMPC_AC_POLICY_BANNED     /* raises under CUDA fp16/bf16 autocast */
+} ampc_autocast_policy;
+
+/* The gradient column. */
+typedef enum ampc_grad_kind {
+    AMPC_GRAD_RULE,     /* differentiable: its rule names its nodes ampc_op_grad_name(op) */
+    AMPC_GRAD_NONE,     /* not differentiable */
+    AMPC_GRAD_INTERNAL  /* a kernel inside other ops' forward or backward: their gradient */
+} ampc_grad_kind;
 
 const char *ampc_op_name(ampc_op op);
 ampc_op_kind ampc_op_kind_of(ampc_op op);
+const char *ampc_op_kind_name(ampc_op_kind kind);
+bool ampc_op_is_elementwise(ampc_op op); /* UNARY, BINARY, COMPARE or TERNARY */
+bool ampc_op_has_kernels(ampc_op op);    /* BACKENDS ALL: every backend must register a kernel */
+ampc_autocast_policy ampc_op_autocast_policy(ampc_op op);
+ampc_grad_kind ampc_op_grad_kind(ampc_op op);
+const char *ampc_op_grad_name(ampc_op op); /* "ExpBackward0" for GRAD rows, NULL otherwise */
+/* The op whose row has PyTorch's name `name`, or -1. */
+int ampc_op_find(const char *name);
+/* Whether backend dev registered a kernel for op (tests/test_op_table.py checks every row). */
+bool ampc_op_has_kernel(ampc_device_type dev, ampc_op op);
+/* Kernel calls per (device type, op) since start-up: the op-table test checks that its cases
+ * ran every row's kernels. */
+int64_t ampc_op_dispatch_count(ampc_device_type dev, ampc_op op);
 
 #define AMPC_MAX_KERNEL_TENSORS 8
 #define AMPC_MAX_KERNEL_INTS 16
 
-/* The argument bag every kernel receives. What each slot means is fixed per op kind and noted
- * on the op's row in ops.def. */
+/* The argument bag every kernel receives. Converted schemas (kernel_args.h) fill the tensor
+ * slots from their IN/OUT fields for the dispatcher's device checks and pass the typed struct
+ * in `typed`; a kernel reads only that. Rows still of schema `bag` use the raw slots, whose
+ * meaning is written on the row in ops.def. */
 typedef struct ampc_kernel_args {
     ampc_tensor *out[AMPC_MAX_KERNEL_TENSORS];
     int n_out;
@@ -52,6 +88,9 @@ typedef struct ampc_kernel_args {
     /* An op's own parameter block, for ops with more parameters than scalars[] holds (the fused
      * optimizers: an ampc_*_options of core/optim.h); NULL otherwise. */
     const void *options;
+    /* The op's typed argument struct and its schema (an ampc_schema; kernel_args.h). */
+    const void *typed;
+    int schema;
 } ampc_kernel_args;
 
 typedef ampc_status (*ampc_kernel_fn)(ampc_op op, const ampc_kernel_args *args);

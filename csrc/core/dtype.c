@@ -1,15 +1,19 @@
 /* dtype.c: dtype facts and PyTorch's promotion lattice (c10/core/ScalarType.cpp). */
 #include "dtype.h"
 
-static const size_t itemsizes[AMPC_NUM_DTYPES] = {4, 2, 2, 8, 8, 4, 1, 1};
-static const char *const names[AMPC_NUM_DTYPES] = {
-    "float32", "float16", "bfloat16", "float64", "int64", "int32", "uint8", "bool"};
+#define AMPC_DTYPE_SIZE(id, name, torch_name, size, suffix) [AMPC_##id] = size,
+#define AMPC_DTYPE_NAME(id, name, torch_name, size, suffix) [AMPC_##id] = name,
+#define AMPC_DTYPE_TORCH_NAME(id, name, torch_name, size, suffix) [AMPC_##id] = torch_name,
+static const size_t itemsizes[AMPC_NUM_DTYPES] = {AMPC_DTYPES(AMPC_DTYPE_SIZE)};
+static const char *const names[AMPC_NUM_DTYPES] = {AMPC_DTYPES(AMPC_DTYPE_NAME)};
+static const char *const torch_names[AMPC_NUM_DTYPES] = {AMPC_DTYPES(AMPC_DTYPE_TORCH_NAME)};
 
 static ampc_dtype default_dtype = AMPC_FLOAT32;
 
 bool ampc_dtype_is_valid(int dt) { return dt >= 0 && dt < AMPC_NUM_DTYPES; }
 size_t ampc_dtype_itemsize(ampc_dtype dt) { return ampc_dtype_is_valid(dt) ? itemsizes[dt] : 0; }
 const char *ampc_dtype_name(ampc_dtype dt) { return ampc_dtype_is_valid(dt) ? names[dt] : "undefined"; }
+const char *ampc_dtype_torch_name(ampc_dtype dt) { return ampc_dtype_is_valid(dt) ? torch_names[dt] : "Undefined"; }
 
 bool ampc_dtype_is_floating(ampc_dtype dt) {
     return dt == AMPC_FLOAT32 || dt == AMPC_FLOAT16 || dt == AMPC_BFLOAT16 || dt == AMPC_FLOAT64;

@@ -222,7 +222,7 @@ static ampc_status contract(term *x, const term *y, uint64_t keep) {
 ampc_tensor *ampc_einsum(const char *equation, int n_ops, const ampc_tensor *const *ops) {
     if (n_ops >= 1 && n_ops <= 8) { /* autocast: rerun on the cast operands */
         ampc_autocast_scope ac;
-        int acr = ampc_autocast_enter(AMPC_AC_EINSUM, n_ops, ops, false, &ac);
+        int acr = ampc_autocast_enter(AMPC_OP_EINSUM, n_ops, ops, false, &ac);
         if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_einsum(equation, n_ops, (const ampc_tensor *const *)ac.t));
     }
     if (n_ops < 1) return FAIL("einsum(): must provide at least one operand");

@@ -22,18 +22,19 @@
 
 #include "autocast.h"
 #include "derivatives.h"
+#include "elementwise_forms.h"
 #include "ops.h"
 
-/* ------------------------------------------------------------------ per-op rules (data) */
+/* ------------------------------------------------------------------ per-op rules (ops.def) */
 
 enum {
-    R_FLOAT_RESULT = 1 << 0,         /* integer/bool inputs compute in the default float dtype */
-    R_BOOL_RESULT = 1 << 1,          /* the output is bool */
-    R_NO_BOOL = 1 << 2,              /* a bool compute dtype is not implemented */
-    R_FLOAT_ONLY = 1 << 3,           /* only floating compute dtypes are implemented */
-    R_INTEGRAL_ONLY = 1 << 4,        /* only integer and bool compute dtypes (bitwise ops) */
-    R_IDENTITY_ON_INTEGRAL = 1 << 5, /* floor/ceil/round of integers: a copy */
-    R_CONST_ON_INTEGRAL = 1 << 6,    /* isfinite/isnan/isinf of integers: a constant */
+    EW_FLOAT_RESULT = 1 << 0,         /* integer/bool inputs compute in the default float dtype */
+    EW_BOOL_RESULT = 1 << 1,          /* the output is bool */
+    EW_NO_BOOL = 1 << 2,              /* a bool compute dtype is not implemented */
+    EW_FLOAT_ONLY = 1 << 3,           /* only floating compute dtypes are implemented */
+    EW_INTEGRAL_ONLY = 1 << 4,        /* only integer and bool compute dtypes (bitwise ops) */
+    EW_IDENTITY_ON_INTEGRAL = 1 << 5, /* floor/ceil/round of integers: a copy */
+    EW_CONST_ON_INTEGRAL = 1 << 6,    /* isfinite/isnan/isinf of integers: a constant */
 };
 
 typedef struct ew_rule {
@@ -41,67 +42,14 @@ typedef struct ew_rule {
     const char *kernel; /* the name PyTorch's "... not implemented for 'Bool'" errors quote */
 } ew_rule;
 
+/* The RULE and "torch_kernel" columns of the elementwise rows (WHERE, a TERNARY row of its own
+ * schema, has no rule flags). */
 static const ew_rule rules[AMPC_NUM_OPS] = {
-    [AMPC_OP_NEG] = {0, "neg_cpu"},
-    [AMPC_OP_ABS] = {R_NO_BOOL, "abs_cpu"},
-    [AMPC_OP_EXP] = {R_FLOAT_RESULT, "exp_vml_cpu"},
-    [AMPC_OP_LOG] = {R_FLOAT_RESULT, "log_vml_cpu"},
-    [AMPC_OP_SQRT] = {R_FLOAT_RESULT, "sqrt_vml_cpu"},
-    [AMPC_OP_RSQRT] = {R_FLOAT_RESULT, "rsqrt_cpu"},
-    [AMPC_OP_RECIPROCAL] = {R_FLOAT_RESULT, "reciprocal_cpu"},
-    [AMPC_OP_SIGMOID] = {R_FLOAT_RESULT, "sigmoid_cpu"},
-    [AMPC_OP_TANH] = {R_FLOAT_RESULT, "tanh_vml_cpu"},
-    [AMPC_OP_RELU] = {0, "relu_cpu"},
-    [AMPC_OP_GELU] = {R_FLOAT_ONLY, "GeluKernelImpl"},
-    [AMPC_OP_SILU] = {R_FLOAT_ONLY, "silu_cpu"},
-    [AMPC_OP_SOFTPLUS] = {R_FLOAT_ONLY, "softplus_cpu"},
-    [AMPC_OP_SIN] = {R_FLOAT_RESULT, "sin_vml_cpu"},
-    [AMPC_OP_COS] = {R_FLOAT_RESULT, "cos_vml_cpu"},
-    [AMPC_OP_ERF] = {R_FLOAT_RESULT, "erf_vml_cpu"},
-    [AMPC_OP_SIGN] = {0, "sign_cpu"},
-    [AMPC_OP_FLOOR] = {R_NO_BOOL | R_IDENTITY_ON_INTEGRAL, "floor_vml_cpu"},
-    [AMPC_OP_CEIL] = {R_NO_BOOL | R_IDENTITY_ON_INTEGRAL, "ceil_vml_cpu"},
-    [AMPC_OP_ROUND] = {R_NO_BOOL | R_IDENTITY_ON_INTEGRAL, "round_vml_cpu"},
-    [AMPC_OP_LOGICAL_NOT] = {R_BOOL_RESULT, "logical_not_cpu"},
-    [AMPC_OP_ISFINITE] = {R_BOOL_RESULT | R_CONST_ON_INTEGRAL, "isfinite"},
-    [AMPC_OP_ISNAN] = {R_BOOL_RESULT | R_CONST_ON_INTEGRAL, "isnan"},
-    [AMPC_OP_ISINF] = {R_BOOL_RESULT | R_CONST_ON_INTEGRAL, "isinf"},
-    [AMPC_OP_CLAMP] = {R_NO_BOOL, "clamp_scalar_cpu"},
-    [AMPC_OP_ADD] = {0, "add_cpu"},
-    [AMPC_OP_SUB] = {0, "sub_cpu"},
-    [AMPC_OP_MUL] = {0, "mul_cpu"},
-    [AMPC_OP_DIV] = {R_FLOAT_RESULT, "div_true_cpu"},
-    [AMPC_OP_REMAINDER] = {R_NO_BOOL, "remainder_cpu"},
-    [AMPC_OP_POW] = {R_NO_BOOL, "pow"},
-    [AMPC_OP_MAXIMUM] = {0, "maximum_cpu"},
-    [AMPC_OP_MINIMUM] = {0, "minimum_cpu"},
-    [AMPC_OP_ATAN2] = {R_FLOAT_RESULT, "atan2_cpu"},
-    [AMPC_OP_LOGICAL_AND] = {R_BOOL_RESULT, "logical_and_cpu"},
-    [AMPC_OP_LOGICAL_OR] = {R_BOOL_RESULT, "logical_or_cpu"},
-    [AMPC_OP_BITWISE_AND] = {R_INTEGRAL_ONLY, "bitwise_and_cpu"},
-    [AMPC_OP_BITWISE_OR] = {R_INTEGRAL_ONLY, "bitwise_or_cpu"},
-    [AMPC_OP_BITWISE_XOR] = {R_INTEGRAL_ONLY, "bitwise_xor_cpu"},
-    [AMPC_OP_EQ] = {R_BOOL_RESULT, "eq_cpu"},
-    [AMPC_OP_NE] = {R_BOOL_RESULT, "ne_cpu"},
-    [AMPC_OP_LT] = {R_BOOL_RESULT, "lt_cpu"},
-    [AMPC_OP_LE] = {R_BOOL_RESULT, "le_cpu"},
-    [AMPC_OP_GT] = {R_BOOL_RESULT, "gt_cpu"},
-    [AMPC_OP_GE] = {R_BOOL_RESULT, "ge_cpu"},
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) [AMPC_OP_##id] = {rule, tkernel},
+#include "ops.def"
+#undef AMPC_EW_OP
     [AMPC_OP_WHERE] = {0, "where_cpu"},
 };
-
-/* PyTorch's names of the dtypes, which its error messages use ("Float", "Long"). */
-static const char *torch_type_name(ampc_dtype dt) {
-    static const char *const names[AMPC_NUM_DTYPES] = {"Float", "Half", "BFloat16", "Double",
-                                                       "Long",  "Int",  "Byte",     "Bool"};
-    return ampc_dtype_is_valid(dt) ? names[dt] : "Undefined";
-}
-
-static bool is_elementwise(ampc_op op) {
-    if (op < 0 || op >= AMPC_NUM_OPS) return false;
-    ampc_op_kind k = ampc_op_kind_of(op);
-    return k == AMPC_KIND_UNARY || k == AMPC_KIND_BINARY || k == AMPC_KIND_COMPARE || k == AMPC_KIND_TERNARY;
-}
 
 static int op_arity(ampc_op op) {
     ampc_op_kind k = ampc_op_kind_of(op);
@@ -179,8 +127,8 @@ static const char *effective_kernel_name(const ew_call *c) {
 }
 
 static unsigned effective_flags(const ew_call *c) {
-    if (c->op == AMPC_OP_DIV && c->mode != 0) return R_NO_BOOL; /* trunc/floor keep the dtype */
-    if (c->op == AMPC_OP_ROUND && c->mode != 0) return R_FLOAT_ONLY; /* decimals: floats only */
+    if (c->op == AMPC_OP_DIV && c->mode != 0) return EW_NO_BOOL; /* trunc/floor keep the dtype */
+    if (c->op == AMPC_OP_ROUND && c->mode != 0) return EW_FLOAT_ONLY; /* decimals: floats only */
     return rules[c->op].flags;
 }
 
@@ -196,9 +144,9 @@ static void result_dtypes(const ew_call *c, ampc_dtype *compute, ampc_dtype *out
                 ampc_result_type_update(&st, ampc_scalar_dtype(c->params[k]), 0, true);
     ampc_dtype common = ampc_result_type_finish(&st);
     unsigned flags = effective_flags(c);
-    if ((flags & R_FLOAT_RESULT) && !ampc_dtype_is_floating(common)) common = ampc_get_default_dtype();
+    if ((flags & EW_FLOAT_RESULT) && !ampc_dtype_is_floating(common)) common = ampc_get_default_dtype();
     *compute = common;
-    *out_dt = (flags & R_BOOL_RESULT) ? AMPC_BOOL : common;
+    *out_dt = (flags & EW_BOOL_RESULT) ? AMPC_BOOL : common;
 }
 
 /* Step 3a: PyTorch's argument errors (raised before anything runs). */
@@ -247,7 +195,7 @@ static ampc_status check_arguments(const ew_call *c, ampc_dtype compute) {
     case AMPC_OP_WHERE:
         if (c->in[0]->dtype != AMPC_BOOL && c->in[0]->dtype != AMPC_UINT8)
             return ampc_set_error(AMPC_E_RUNTIME, "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
-                                  torch_type_name(c->in[0]->dtype));
+                                  ampc_dtype_torch_name(c->in[0]->dtype));
         break;
     case AMPC_OP_GELU:
         if (c->mode != 0 && c->mode != 1)
@@ -261,12 +209,12 @@ static ampc_status check_arguments(const ew_call *c, ampc_dtype compute) {
 /* Step 3b: dtypes the kernels do not implement, with torch's NotImplementedError text. */
 static ampc_status check_kernel_dtype(const ew_call *c, ampc_dtype compute) {
     unsigned flags = effective_flags(c);
-    bool bad = ((flags & R_NO_BOOL) && compute == AMPC_BOOL) ||
-               ((flags & R_FLOAT_ONLY) && !ampc_dtype_is_floating(compute)) ||
-               ((flags & R_INTEGRAL_ONLY) && ampc_dtype_is_floating(compute));
+    bool bad = ((flags & EW_NO_BOOL) && compute == AMPC_BOOL) ||
+               ((flags & EW_FLOAT_ONLY) && !ampc_dtype_is_floating(compute)) ||
+               ((flags & EW_INTEGRAL_ONLY) && ampc_dtype_is_floating(compute));
     if (bad)
         return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"%s\" not implemented for '%s'", effective_kernel_name(c),
-                              torch_type_name(compute));
+                              ampc_dtype_torch_name(compute));
     return AMPC_OK;
 }
 
@@ -323,6 +271,73 @@ static overlap_kind overlap_between(const ampc_tensor *out, const ampc_tensor *i
     return OVERLAP_UNKNOWN;
 }
 
+/* ------------------------------------------------------------------ the kernel form
+ * Which loop of the op runs (elementwise_forms.h) and its parameters, from the call's mode,
+ * parameters and scalar operands. Both backends run what this picks. */
+static void choose_form(const ew_call *c, ampc_dtype compute, ampc_elementwise_args *e) {
+    e->form = (int)ampc_ew_form_of_op(c->op); /* its own row's loop unless a variant applies */
+    e->p0 = e->p1 = ampc_scalar_none();
+    e->exponent = 0;
+    switch (c->op) {
+    case AMPC_OP_ADD:
+    case AMPC_OP_SUB: {
+        /* torch: alpha.to<scalar_t>(); alpha 1 takes the plain loop */
+        ampc_scalar alpha = round_to_dtype(c->params[0], compute);
+        if (alpha.kind != AMPC_SCALAR_NONE && ampc_scalar_to_double(alpha) != 1) {
+            e->form = c->op == AMPC_OP_ADD ? AMPC_EW_FORM_ADD_ALPHA : AMPC_EW_FORM_SUB_ALPHA;
+            e->p0 = alpha;
+        }
+        break;
+    }
+    case AMPC_OP_GELU:
+        if (c->mode == 1) e->form = AMPC_EW_FORM_GELU_TANH;
+        break;
+    case AMPC_OP_ROUND:
+        if (c->mode != 0) {
+            e->form = c->mode > 0 ? AMPC_EW_FORM_ROUND_DECIMALS : AMPC_EW_FORM_ROUND_NEG_DECIMALS;
+            e->p0 = ampc_scalar_float(pow(10.0, (double)(c->mode > 0 ? c->mode : -c->mode)));
+        }
+        break;
+    case AMPC_OP_CLAMP:
+        e->p0 = c->params[0].kind == AMPC_SCALAR_NONE ? ampc_ew_clamp_open_bound(compute, false) : c->params[0];
+        e->p1 = c->params[1].kind == AMPC_SCALAR_NONE ? ampc_ew_clamp_open_bound(compute, true) : c->params[1];
+        break;
+    case AMPC_OP_DIV: {
+        /* A divisor read as a scalar value (absent, or one element against a larger output)
+         * takes fp16/bf16 floor division off torch's stepwise form, as torch's CPU kernel does. */
+        bool b_is_scalar = !e->b || (e->a && ampc_numel(e->out) > 1 && ampc_numel(e->b) == 1);
+        if (c->mode == 1) e->form = AMPC_EW_FORM_DIV_TRUNC;
+        if (c->mode == 2) {
+            e->form = AMPC_EW_FORM_DIV_FLOOR;
+            if (!b_is_scalar && compute == AMPC_FLOAT16) e->form = AMPC_EW_FORM_DIV_FLOOR_STEPWISE_F16;
+            if (!b_is_scalar && compute == AMPC_BFLOAT16) e->form = AMPC_EW_FORM_DIV_FLOOR_STEPWISE_BF16;
+        }
+        break;
+    }
+    case AMPC_OP_POW:
+        if (!e->b) { /* x ** e: torch's special cases of a scalar exponent become unary forms */
+            double x = ampc_scalar_to_double(e->scalar_b);
+            e->p0 = e->scalar_b;
+            e->exponent = x;
+            switch (ampc_ew_pow_scalar_form(ampc_dtype_is_floating(compute), x)) {
+            case AMPC_POW_SQUARE: e->form = AMPC_EW_FORM_POW_SQUARE; break;
+            case AMPC_POW_CUBE: e->form = AMPC_EW_FORM_POW_CUBE; break;
+            case AMPC_POW_INV_SQUARE: e->form = AMPC_EW_FORM_POW_INV_SQUARE; break;
+            case AMPC_POW_SQRT: e->form = AMPC_EW_FORM_SQRT; break;
+            case AMPC_POW_RSQRT: e->form = AMPC_EW_FORM_RSQRT; break;
+            case AMPC_POW_RECIPROCAL: e->form = AMPC_EW_FORM_RECIPROCAL; break;
+            default: e->form = compute == AMPC_FLOAT32 ? AMPC_EW_FORM_POW_SCALAR_WIDE : AMPC_EW_FORM_POW_SCALAR; break;
+            }
+        }
+        break;
+    default:
+        /* ops with two float parameters (softplus, hardtanh, ...) keep them in params[0..1] */
+        e->p0 = c->params[0];
+        e->p1 = c->params[1];
+        break;
+    }
+}
+
 /* ------------------------------------------------------------------ the run */
 
 /* The result of a call whose value needs no kernel: a fill or a copy of an input. */
@@ -331,8 +346,8 @@ typedef enum { SHORTCUT_NONE, SHORTCUT_FILL, SHORTCUT_COPY } shortcut_kind;
 static shortcut_kind find_shortcut(const ew_call *c, ampc_dtype compute, ampc_scalar *fill_value) {
     unsigned flags = effective_flags(c);
     bool integral = !ampc_dtype_is_floating(compute);
-    if ((flags & R_IDENTITY_ON_INTEGRAL) && integral && compute != AMPC_BOOL && c->mode == 0) return SHORTCUT_COPY;
-    if ((flags & R_CONST_ON_INTEGRAL) && integral) {
+    if ((flags & EW_IDENTITY_ON_INTEGRAL) && integral && compute != AMPC_BOOL && c->mode == 0) return SHORTCUT_COPY;
+    if ((flags & EW_CONST_ON_INTEGRAL) && integral) {
         *fill_value = ampc_scalar_bool(c->op == AMPC_OP_ISFINITE);
         return SHORTCUT_FILL;
     }
@@ -397,7 +412,7 @@ static ampc_tensor *ew_run(const ew_call *c, ampc_tensor *out) {
         }
         if (!can_cast(out_dt, out->dtype)) {
             ampc_set_error(AMPC_E_RUNTIME, "result type %s can't be cast to the desired output type %s",
-                           torch_type_name(out_dt), torch_type_name(out->dtype));
+                           ampc_dtype_torch_name(out_dt), ampc_dtype_torch_name(out->dtype));
             return NULL;
         }
         if (has_internal_overlap(out)) {
@@ -438,25 +453,17 @@ static ampc_tensor *ew_run(const ew_call *c, ampc_tensor *out) {
     }
 
     /* 5. kernel inputs */
-    ampc_kernel_args args;
-    memset(&args, 0, sizeof args);
+    const ampc_tensor *operand[3] = {NULL, NULL, NULL};
+    ampc_scalar scalar[3] = {ampc_scalar_none(), ampc_scalar_none(), ampc_scalar_none()};
     ampc_tensor *owned[3] = {NULL, NULL, NULL};
     ampc_tensor *target = NULL;
     ampc_status st = AMPC_OK;
-    args.n_in = c->n_in;
-    args.scalars[0] = c->params[0];
-    if (c->op != AMPC_OP_WHERE) args.scalars[1] = c->params[1];
-    if (c->op == AMPC_OP_ADD || c->op == AMPC_OP_SUB) /* torch: alpha.to<scalar_t>() */
-        args.scalars[0] = round_to_dtype(c->params[0], compute);
-    args.ints[0] = c->mode;
-    args.n_ints = 1;
     for (int k = 0; k < c->n_in && st == AMPC_OK; k++) {
         const ampc_tensor *t = c->in[k];
         ampc_dtype want = (c->op == AMPC_OP_WHERE && k == 0) ? AMPC_BOOL : compute;
         if (passes_as_scalar(c, k)) {
             ampc_scalar v = cpu_scalar_value(t);
-            args.scalars[1 + k] = scalar_keeps_precision(c->op, k, compute) ? v : round_to_dtype(v, compute);
-            args.in[k] = NULL;
+            scalar[k] = scalar_keeps_precision(c->op, k, compute) ? v : round_to_dtype(v, compute);
             continue;
         }
         ampc_device to_dev = is_cpu_scalar(t) ? dev : t->device; /* a CPU 0-dim condition moves */
@@ -475,7 +482,7 @@ static ampc_tensor *ew_run(const ew_call *c, ampc_tensor *out) {
                 break;
             }
         }
-        args.in[k] = owned[k];
+        operand[k] = owned[k];
     }
 
     /* 6. dispatch, through a temporary when the output has another dtype */
@@ -484,9 +491,16 @@ static ampc_tensor *ew_run(const ew_call *c, ampc_tensor *out) {
         if (!target) st = ampc_last_status();
     }
     if (st == AMPC_OK) {
-        args.out[0] = target;
-        args.n_out = 1;
-        st = ampc_dispatch(c->op, &args);
+        if (c->op == AMPC_OP_WHERE) {
+            ampc_where_args w = {.out = target, .cond = operand[0], .x = operand[1], .y = operand[2],
+                                 .x_scalar = scalar[1], .y_scalar = scalar[2]};
+            st = ampc_dispatch_where(AMPC_OP_WHERE, &w);
+        } else {
+            ampc_elementwise_args e = {.out = target, .a = operand[0], .b = operand[1], .scalar_a = scalar[0],
+                                       .scalar_b = scalar[1], .scalar_c = ampc_scalar_none()};
+            choose_form(c, compute, &e);
+            st = ampc_dispatch_elementwise(c->op, &e);
+        }
         if (st == AMPC_OK && target != result) st = ampc_copy_(result, target);
         else if (st == AMPC_OK && out) out->storage->version++;
     }
@@ -509,10 +523,6 @@ static ew_call make_call(ampc_op op, int n_in, const ampc_tensor *a, const ampc_
     call.in[2] = c;
     call.params[0] = ampc_scalar_none();
     call.params[1] = ampc_scalar_none();
-    if (op == AMPC_OP_SOFTPLUS) {
-        call.params[0] = ampc_scalar_float(1.0);
-        call.params[1] = ampc_scalar_float(20.0);
-    }
     return call;
 }
 
@@ -595,15 +605,31 @@ ampc_tensor *ampc_gelu(const ampc_tensor *a, bool tanh_approximation) {
     return run_new(&c);
 }
 
-ampc_tensor *ampc_softplus(const ampc_tensor *a, double beta, double threshold) {
+ampc_tensor *ampc_elementwise_params(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar p0,
+                                     ampc_scalar p1) {
+    ampc_op_kind kind = ampc_op_is_elementwise(op) ? ampc_op_kind_of(op) : AMPC_KIND_TERNARY;
+    if (kind != AMPC_KIND_UNARY && kind != AMPC_KIND_BINARY) {
+        ampc_set_error(AMPC_E_VALUE, "elementwise_params: %s is not a unary or binary elementwise op", ampc_op_name(op));
+        return NULL;
+    }
+    int n = kind == AMPC_KIND_UNARY ? 1 : 2;
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_SOFTPLUS, 1, &a, false, &ac);
-    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_softplus(ac.t[0], beta, threshold));
-    if (tracks_grad(1, a, NULL, NULL)) return ampc_ad_softplus(a, beta, threshold);
-    ew_call c = make_call(AMPC_OP_SOFTPLUS, 1, a, NULL, NULL);
-    c.params[0] = ampc_scalar_float(beta);
-    c.params[1] = ampc_scalar_float(threshold);
+    int acr = ampc_autocast_enter_op(op, n, (const ampc_tensor *[]){a, b}, false, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_elementwise_params(op, ac.t[0], n > 1 ? ac.t[1] : NULL, p0, p1));
+    if (tracks_grad(n, a, b, NULL)) return ampc_ad_elementwise_params(op, a, b, p0, p1);
+    ew_call c = make_call(op, n, a, b, NULL);
+    c.params[0] = p0;
+    c.params[1] = p1;
     return run_new(&c);
+}
+
+ampc_status ampc_elementwise_params_(ampc_op op, ampc_tensor *a, ampc_scalar p0, ampc_scalar p1) {
+    if (!check_kind(op, AMPC_KIND_UNARY, AMPC_KIND_UNARY, "ampc_elementwise_params_")) return ampc_last_status();
+    if (tracks_grad(1, a, NULL, NULL)) return ampc_ad_elementwise_params_(op, a, p0, p1);
+    ew_call c = make_call(op, 1, a, NULL, NULL);
+    c.params[0] = p0;
+    c.params[1] = p1;
+    return run_in_place(&c, a);
 }
 
 ampc_tensor *ampc_clamp(const ampc_tensor *a, ampc_scalar min, ampc_scalar max) {
@@ -689,7 +715,7 @@ ampc_status ampc_clamp_tensors_(ampc_tensor *a, const ampc_tensor *min, const am
 ampc_tensor *ampc_bitwise_not(const ampc_tensor *a) {
     if (a->dtype == AMPC_BOOL) return ampc_unary(AMPC_OP_LOGICAL_NOT, a);
     if (!ampc_dtype_is_integral(a->dtype, false)) {
-        ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"bitwise_not_cpu\" not implemented for '%s'", torch_type_name(a->dtype));
+        ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"bitwise_not_cpu\" not implemented for '%s'", ampc_dtype_torch_name(a->dtype));
         return NULL;
     }
     ampc_tensor *all_ones = ampc_wrap_scalar(ampc_scalar_int(-1), ampc_cpu_device());
@@ -708,7 +734,7 @@ ampc_tensor *ampc_where(const ampc_tensor *cond, const ampc_tensor *a, const amp
 /* out= calls are not differentiable, as in PyTorch. */
 ampc_status ampc_elementwise_into(ampc_op op, ampc_tensor *out, int n_in, const ampc_tensor **ins,
                                   const ampc_scalar *scalars, int n_scalars) {
-    if (!is_elementwise(op)) return ampc_set_error(AMPC_E_VALUE, "elementwise_into: %s is not an elementwise op", ampc_op_name(op));
+    if (!ampc_op_is_elementwise(op)) return ampc_set_error(AMPC_E_VALUE, "elementwise_into: %s is not an elementwise op", ampc_op_name(op));
     if (!out || n_in != op_arity(op) || !ins)
         return ampc_set_error(AMPC_E_VALUE, "elementwise_into: %s takes an output and %d inputs, got %d", ampc_op_name(op),
                               op_arity(op), n_in);

@@ -177,6 +177,177 @@ AMPC_HD float ampc_math_round_through_bf16(float x) { return ampc_bf16_to_f32(am
 AMPC_DEFINE_FLOOR_DIVIDE_STEPWISE(f16)
 AMPC_DEFINE_FLOOR_DIVIDE_STEPWISE(bf16)
 
+/* ---- the formulas of the op table's elementwise forms ----
+ * One function per (STEM, opmath suffix) of ops.def's AMPC_EW_OP / AMPC_EW_FORM rows:
+ * ampc_ew_<stem>_<s>(x, p) for unary forms, ampc_ew_<stem>_<s>(a, b, p) for binary ones, s being
+ * f (float32, float16 and bfloat16 compute in float), d (float64), i64, i32, u8 or b8. Both
+ * backends' loop tables are generated from the rows and call these, so a form's math exists
+ * once. p carries the form's parameters (ampc_ew_params_<s>: p0, p1 in the opmath type, the
+ * unrounded exponent, and where an integer division by zero is reported).
+ * A product that the CPU rounds on its own is written ampc_ew_mul_rn_<s>: nvcc would otherwise
+ * fuse it into an FMA that the CPU (C11, -ffp-contract=off) never does. */
+#define AMPC_DEFINE_EW_PARAMS(T, S) \
+    typedef struct ampc_ew_params_##S { \
+        T p0, p1;                       \
+        double exponent;                \
+        int *error_word;                \
+        int error_code;                 \
+    } ampc_ew_params_##S;
+AMPC_DEFINE_EW_PARAMS(float, f)
+AMPC_DEFINE_EW_PARAMS(double, d)
+AMPC_DEFINE_EW_PARAMS(int64_t, i64)
+AMPC_DEFINE_EW_PARAMS(int32_t, i32)
+AMPC_DEFINE_EW_PARAMS(uint8_t, u8)
+AMPC_DEFINE_EW_PARAMS(bool, b8)
+#undef AMPC_DEFINE_EW_PARAMS
+
+#if defined(__CUDA_ARCH__)
+AMPC_HD float ampc_ew_mul_rn_f(float a, float b) { return __fmul_rn(a, b); }
+AMPC_HD double ampc_ew_mul_rn_d(double a, double b) { return __dmul_rn(a, b); }
+/* An integer division by zero: the element becomes 0 and the device's deferred error word
+ * records it (raised at the next synchronising call); the CPU raises right after the loop. */
+#define AMPC_EW_FLAG_ZERO_DIVISION(p) \
+    ((p).error_word ? (void)atomicCAS((p).error_word, 0, (p).error_code) : (void)0)
+#else
+AMPC_HD float ampc_ew_mul_rn_f(float a, float b) { return a * b; }
+AMPC_HD double ampc_ew_mul_rn_d(double a, double b) { return a * b; }
+#define AMPC_EW_FLAG_ZERO_DIVISION(p) __atomic_store_n((p).error_word, 1, __ATOMIC_RELAXED)
+#endif
+
+/* floating forms: T the type, S the suffix, M(fn) the libm function for T */
+#define AMPC_DEFINE_EW_FLOAT(T, S, M)                                                                          \
+    typedef ampc_ew_params_##S ampc_ew_p_##S;                                                                   \
+    AMPC_HD T ampc_ew_neg_##S(T x, ampc_ew_p_##S p) { return -x; }                                              \
+    AMPC_HD T ampc_ew_abs_##S(T x, ampc_ew_p_##S p) { return M(fabs)(x); }                                      \
+    AMPC_HD T ampc_ew_exp_##S(T x, ampc_ew_p_##S p) { return M(exp)(x); }                                       \
+    AMPC_HD T ampc_ew_log_##S(T x, ampc_ew_p_##S p) { return M(log)(x); }                                       \
+    AMPC_HD T ampc_ew_sqrt_##S(T x, ampc_ew_p_##S p) { return M(sqrt)(x); }                                     \
+    AMPC_HD T ampc_ew_rsqrt_##S(T x, ampc_ew_p_##S p) { return ampc_math_rsqrt_##S(x); }                        \
+    AMPC_HD T ampc_ew_reciprocal_##S(T x, ampc_ew_p_##S p) { return ampc_math_reciprocal_##S(x); }              \
+    AMPC_HD T ampc_ew_sigmoid_##S(T x, ampc_ew_p_##S p) { return ampc_math_sigmoid_##S(x); }                    \
+    AMPC_HD T ampc_ew_tanh_##S(T x, ampc_ew_p_##S p) { return M(tanh)(x); }                                     \
+    AMPC_HD T ampc_ew_relu_##S(T x, ampc_ew_p_##S p) { return ampc_math_relu_##S(x); }                          \
+    AMPC_HD T ampc_ew_gelu_##S(T x, ampc_ew_p_##S p) { return ampc_math_gelu_##S(x); }                          \
+    AMPC_HD T ampc_ew_gelu_tanh_##S(T x, ampc_ew_p_##S p) { return ampc_math_gelu_tanh_##S(x); }                \
+    AMPC_HD T ampc_ew_silu_##S(T x, ampc_ew_p_##S p) { return ampc_math_silu_##S(x); }                          \
+    AMPC_HD T ampc_ew_softplus_##S(T x, ampc_ew_p_##S p) { return ampc_math_softplus_##S(x, p.p0, p.p1); }      \
+    AMPC_HD T ampc_ew_sin_##S(T x, ampc_ew_p_##S p) { return M(sin)(x); }                                       \
+    AMPC_HD T ampc_ew_cos_##S(T x, ampc_ew_p_##S p) { return M(cos)(x); }                                       \
+    AMPC_HD T ampc_ew_erf_##S(T x, ampc_ew_p_##S p) { return M(erf)(x); }                                       \
+    AMPC_HD T ampc_ew_sign_##S(T x, ampc_ew_p_##S p) { return ampc_math_sign_##S(x); }                          \
+    AMPC_HD T ampc_ew_floor_##S(T x, ampc_ew_p_##S p) { return M(floor)(x); }                                   \
+    AMPC_HD T ampc_ew_ceil_##S(T x, ampc_ew_p_##S p) { return M(ceil)(x); }                                     \
+    AMPC_HD T ampc_ew_round_##S(T x, ampc_ew_p_##S p) { return ampc_math_round_##S(x); }                        \
+    AMPC_HD T ampc_ew_round_decimals_##S(T x, ampc_ew_p_##S p) { return ampc_math_round_##S(x * p.p0) / p.p0; } \
+    AMPC_HD T ampc_ew_round_neg_decimals_##S(T x, ampc_ew_p_##S p) { return ampc_math_round_##S(x / p.p0) * p.p0; } \
+    AMPC_HD bool ampc_ew_logical_not_##S(T x, ampc_ew_p_##S p) { return x == (T)0; }                            \
+    AMPC_HD bool ampc_ew_isfinite_##S(T x, ampc_ew_p_##S p) { return isfinite(x); }                             \
+    AMPC_HD bool ampc_ew_isnan_##S(T x, ampc_ew_p_##S p) { return isnan(x); }                                   \
+    AMPC_HD bool ampc_ew_isinf_##S(T x, ampc_ew_p_##S p) { return isinf(x); }                                   \
+    AMPC_HD T ampc_ew_clamp_##S(T x, ampc_ew_p_##S p) { return ampc_math_clamp_##S(x, p.p0, p.p1); }            \
+    AMPC_HD T ampc_ew_pow_square_##S(T x, ampc_ew_p_##S p) { return x * x; }                                    \
+    AMPC_HD T ampc_ew_pow_cube_##S(T x, ampc_ew_p_##S p) { return x * x * x; }                                  \
+    AMPC_HD T ampc_ew_pow_inv_square_##S(T x, ampc_ew_p_##S p) { return (T)1 / (x * x); }                       \
+    AMPC_HD T ampc_ew_pow_scalar_##S(T x, ampc_ew_p_##S p) { return M(pow)(x, p.p0); }                          \
+    AMPC_HD T ampc_ew_add_##S(T a, T b, ampc_ew_p_##S p) { return a + b; }                                      \
+    AMPC_HD T ampc_ew_add_alpha_##S(T a, T b, ampc_ew_p_##S p) { return a + ampc_ew_mul_rn_##S(p.p0, b); }      \
+    AMPC_HD T ampc_ew_sub_##S(T a, T b, ampc_ew_p_##S p) { return a - b; }                                      \
+    AMPC_HD T ampc_ew_sub_alpha_##S(T a, T b, ampc_ew_p_##S p) { return a - ampc_ew_mul_rn_##S(p.p0, b); }      \
+    AMPC_HD T ampc_ew_mul_##S(T a, T b, ampc_ew_p_##S p) { return a * b; }                                      \
+    AMPC_HD T ampc_ew_div_##S(T a, T b, ampc_ew_p_##S p) { return a / b; }                                      \
+    AMPC_HD T ampc_ew_div_trunc_##S(T a, T b, ampc_ew_p_##S p) { return ampc_math_trunc_divide_##S(a, b); }     \
+    AMPC_HD T ampc_ew_div_floor_##S(T a, T b, ampc_ew_p_##S p) { return ampc_math_floor_divide_##S(a, b); }     \
+    AMPC_HD T ampc_ew_remainder_##S(T a, T b, ampc_ew_p_##S p) { return ampc_math_remainder_##S(a, b); }        \
+    AMPC_HD T ampc_ew_pow_##S(T a, T b, ampc_ew_p_##S p) { return M(pow)(a, b); }                               \
+    AMPC_HD T ampc_ew_maximum_##S(T a, T b, ampc_ew_p_##S p) { return ampc_math_maximum_##S(a, b); }            \
+    AMPC_HD T ampc_ew_minimum_##S(T a, T b, ampc_ew_p_##S p) { return ampc_math_minimum_##S(a, b); }            \
+    AMPC_HD T ampc_ew_atan2_##S(T a, T b, ampc_ew_p_##S p) { return M(atan2)(a, b); }                           \
+    AMPC_EW_COMPARISONS(T, S)
+
+/* comparisons and logical ops: every dtype, bool out */
+#define AMPC_EW_COMPARISONS(T, S)                                                                         \
+    AMPC_HD bool ampc_ew_logical_and_##S(T a, T b, ampc_ew_params_##S p) { return (a != (T)0) & (b != (T)0); } \
+    AMPC_HD bool ampc_ew_logical_or_##S(T a, T b, ampc_ew_params_##S p) { return (a != (T)0) | (b != (T)0); }  \
+    AMPC_HD bool ampc_ew_eq_##S(T a, T b, ampc_ew_params_##S p) { return a == b; }                             \
+    AMPC_HD bool ampc_ew_ne_##S(T a, T b, ampc_ew_params_##S p) { return a != b; }                             \
+    AMPC_HD bool ampc_ew_lt_##S(T a, T b, ampc_ew_params_##S p) { return a < b; }                              \
+    AMPC_HD bool ampc_ew_le_##S(T a, T b, ampc_ew_params_##S p) { return a <= b; }                             \
+    AMPC_HD bool ampc_ew_gt_##S(T a, T b, ampc_ew_params_##S p) { return a > b; }                              \
+    AMPC_HD bool ampc_ew_ge_##S(T a, T b, ampc_ew_params_##S p) { return a >= b; }
+
+AMPC_DEFINE_EW_FLOAT(float, f, AMPC_MATH_F)
+AMPC_DEFINE_EW_FLOAT(double, d, AMPC_MATH_D)
+
+/* float32 ** scalar runs in double, as torch's std::pow(float, double) */
+AMPC_HD float ampc_ew_pow_scalar_wide_f(float x, ampc_ew_params_f p) { return (float)pow((double)x, p.exponent); }
+/* fp16/bf16 floor division by a tensor, rounded after every step like torch (see above) */
+AMPC_HD float ampc_ew_div_floor_stepwise_f16_f(float a, float b, ampc_ew_params_f p) {
+    return ampc_math_floor_divide_stepwise_f16(a, b);
+}
+AMPC_HD float ampc_ew_div_floor_stepwise_bf16_f(float a, float b, ampc_ew_params_f p) {
+    return ampc_math_floor_divide_stepwise_bf16(a, b);
+}
+
+/* integer forms: T the type, S the suffix of the wrapping helpers. A division by zero flags and
+ * gives 0. */
+#define AMPC_EW_ZERO_CHECKED(S, fn) \
+    if (b == 0) {                   \
+        AMPC_EW_FLAG_ZERO_DIVISION(p); \
+        return 0;                   \
+    }                               \
+    return ampc_math_##fn##_##S(a, b)
+#define AMPC_DEFINE_EW_INT(T, S)                                                                                 \
+    AMPC_HD T ampc_ew_neg_##S(T x, ampc_ew_params_##S p) { return ampc_math_wrap_neg_##S(x); }                    \
+    AMPC_HD T ampc_ew_abs_##S(T x, ampc_ew_params_##S p) { return ampc_math_abs_##S(x); }                         \
+    AMPC_HD T ampc_ew_sign_##S(T x, ampc_ew_params_##S p) { return ampc_math_sign_##S(x); }                       \
+    AMPC_HD T ampc_ew_relu_##S(T x, ampc_ew_params_##S p) { return ampc_math_relu_##S(x); }                       \
+    AMPC_HD T ampc_ew_clamp_##S(T x, ampc_ew_params_##S p) { return ampc_math_clamp_##S(x, p.p0, p.p1); }         \
+    AMPC_HD T ampc_ew_pow_square_##S(T x, ampc_ew_params_##S p) { return ampc_math_wrap_mul_##S(x, x); }          \
+    AMPC_HD T ampc_ew_pow_cube_##S(T x, ampc_ew_params_##S p) {                                                    \
+        return ampc_math_wrap_mul_##S(ampc_math_wrap_mul_##S(x, x), x);                                           \
+    }                                                                                                             \
+    AMPC_HD T ampc_ew_pow_scalar_##S(T x, ampc_ew_params_##S p) { return ampc_math_powi_##S(x, p.p0); }           \
+    AMPC_HD bool ampc_ew_logical_not_##S(T x, ampc_ew_params_##S p) { return x == 0; }                            \
+    AMPC_HD T ampc_ew_add_##S(T a, T b, ampc_ew_params_##S p) { return ampc_math_wrap_add_##S(a, b); }            \
+    AMPC_HD T ampc_ew_add_alpha_##S(T a, T b, ampc_ew_params_##S p) {                                              \
+        return ampc_math_wrap_add_##S(a, ampc_math_wrap_mul_##S(p.p0, b));                                        \
+    }                                                                                                             \
+    AMPC_HD T ampc_ew_sub_##S(T a, T b, ampc_ew_params_##S p) { return ampc_math_wrap_sub_##S(a, b); }            \
+    AMPC_HD T ampc_ew_sub_alpha_##S(T a, T b, ampc_ew_params_##S p) {                                              \
+        return ampc_math_wrap_sub_##S(a, ampc_math_wrap_mul_##S(p.p0, b));                                        \
+    }                                                                                                             \
+    AMPC_HD T ampc_ew_mul_##S(T a, T b, ampc_ew_params_##S p) { return ampc_math_wrap_mul_##S(a, b); }            \
+    AMPC_HD T ampc_ew_div_trunc_##S(T a, T b, ampc_ew_params_##S p) { AMPC_EW_ZERO_CHECKED(S, trunc_divide); }    \
+    AMPC_HD T ampc_ew_div_floor_##S(T a, T b, ampc_ew_params_##S p) { AMPC_EW_ZERO_CHECKED(S, floor_divide); }    \
+    AMPC_HD T ampc_ew_remainder_##S(T a, T b, ampc_ew_params_##S p) { AMPC_EW_ZERO_CHECKED(S, remainder); }       \
+    AMPC_HD T ampc_ew_pow_##S(T a, T b, ampc_ew_params_##S p) { return ampc_math_powi_##S(a, b); }                \
+    AMPC_HD T ampc_ew_maximum_##S(T a, T b, ampc_ew_params_##S p) { return a < b ? b : a; }                       \
+    AMPC_HD T ampc_ew_minimum_##S(T a, T b, ampc_ew_params_##S p) { return b < a ? b : a; }                       \
+    AMPC_HD T ampc_ew_bitwise_and_##S(T a, T b, ampc_ew_params_##S p) { return (T)(a & b); }                      \
+    AMPC_HD T ampc_ew_bitwise_or_##S(T a, T b, ampc_ew_params_##S p) { return (T)(a | b); }                       \
+    AMPC_HD T ampc_ew_bitwise_xor_##S(T a, T b, ampc_ew_params_##S p) { return (T)(a ^ b); }                      \
+    AMPC_EW_COMPARISONS(T, S)
+AMPC_DEFINE_EW_INT(int64_t, i64)
+AMPC_DEFINE_EW_INT(int32_t, i32)
+AMPC_DEFINE_EW_INT(uint8_t, u8)
+
+/* bool: + and max are or, * and min are and */
+AMPC_HD bool ampc_ew_sign_b8(bool x, ampc_ew_params_b8 p) { return x; }
+AMPC_HD bool ampc_ew_logical_not_b8(bool x, ampc_ew_params_b8 p) { return !x; }
+AMPC_HD bool ampc_ew_add_b8(bool a, bool b, ampc_ew_params_b8 p) { return a | b; }
+AMPC_HD bool ampc_ew_add_alpha_b8(bool a, bool b, ampc_ew_params_b8 p) { return a | (p.p0 & b); }
+AMPC_HD bool ampc_ew_mul_b8(bool a, bool b, ampc_ew_params_b8 p) { return a & b; }
+AMPC_HD bool ampc_ew_maximum_b8(bool a, bool b, ampc_ew_params_b8 p) { return a | b; }
+AMPC_HD bool ampc_ew_minimum_b8(bool a, bool b, ampc_ew_params_b8 p) { return a & b; }
+AMPC_HD bool ampc_ew_bitwise_and_b8(bool a, bool b, ampc_ew_params_b8 p) { return a & b; }
+AMPC_HD bool ampc_ew_bitwise_or_b8(bool a, bool b, ampc_ew_params_b8 p) { return a | b; }
+AMPC_HD bool ampc_ew_bitwise_xor_b8(bool a, bool b, ampc_ew_params_b8 p) { return a != b; }
+AMPC_EW_COMPARISONS(bool, b8)
+
+#undef AMPC_DEFINE_EW_FLOAT
+#undef AMPC_DEFINE_EW_INT
+#undef AMPC_EW_ZERO_CHECKED
+
 #undef AMPC_DEFINE_FLOAT_MATH
 #undef AMPC_DEFINE_INT_MATH
 #undef AMPC_DEFINE_FLOOR_DIVIDE_STEPWISE

@@ -37,12 +37,6 @@
  * accumulate flag). */
 #define MAX_INDEX_TENSORS 5
 
-/* PyTorch's ScalarType names, which its index errors use ("Float", "Long"). */
-static const char *torch_type_name(ampc_dtype dt) {
-    static const char *const names[AMPC_NUM_DTYPES] = {"Float", "Half", "BFloat16", "Double",
-                                                      "Long", "Int", "Byte", "Bool"};
-    return ampc_dtype_is_valid(dt) ? names[dt] : "Undefined";
-}
 
 /* The C++ type names its masked_fill error uses ("float", "long int"). */
 static const char *cpp_type_name(ampc_dtype dt) {
@@ -275,7 +269,7 @@ ampc_status ampc_scatter_add_(ampc_tensor *a, int64_t dim, const ampc_tensor *in
 
 ampc_tensor *ampc_scatter_add(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src) {
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_SCATTER_ADD, 2, (const ampc_tensor *[]){a, src}, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_SCATTER_ADD, 2, (const ampc_tensor *[]){a, src}, false, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_scatter_add(ac.t[0], dim, index, ac.t[1]));
     ampc_tensor *out = ampc_clone(a);
     if (out && scatter_add_into(out, dim, index, src) != AMPC_OK) {
@@ -299,14 +293,14 @@ static ampc_status index_add_into(ampc_tensor *a, int64_t dim, const ampc_tensor
     if (index->ndim > 1)
         return ampc_set_error(AMPC_E_INDEX,
                               "index_add_(): Index is supposed to be a vector, but got dim: %d with type: %s and size: %s",
-                              index->ndim, torch_type_name(index->dtype),
+                              index->ndim, ampc_dtype_torch_name(index->dtype),
                               ampc_shape_str(index->ndim, index->shape, si, sizeof si));
     if (!is_index_dtype(index->dtype))
         return ampc_set_error(AMPC_E_RUNTIME, "index_add_(): Expected dtype int32/int64 for index but got: %s",
-                              torch_type_name(index->dtype));
+                              ampc_dtype_torch_name(index->dtype));
     if (src->dtype != a->dtype)
         return ampc_set_error(AMPC_E_RUNTIME, "index_add_(): self (%s) and source (%s) must have the same scalar type",
-                              torch_type_name(a->dtype), torch_type_name(src->dtype));
+                              ampc_dtype_torch_name(a->dtype), ampc_dtype_torch_name(src->dtype));
     int64_t n = ampc_numel(index);
     int64_t a_shape[AMPC_MAX_DIMS], a_strides[AMPC_MAX_DIMS], shape[AMPC_MAX_DIMS], src_strides[AMPC_MAX_DIMS];
     int nd = nonempty_dims(a, a_shape, a_strides);
@@ -610,7 +604,7 @@ static ampc_status index_put_into(ampc_tensor *a, int n_idx, const ampc_tensor *
         return ampc_set_error(AMPC_E_RUNTIME,
                               "Index put requires the source and destination dtypes match, got %s for the destination "
                               "and %s for the source.",
-                              torch_type_name(a->dtype), torch_type_name(values->dtype));
+                              ampc_dtype_torch_name(a->dtype), ampc_dtype_torch_name(values->dtype));
     index_plan p;
     ampc_status st = plan_build(&p, a, n_idx, indices);
     ampc_tensor *vals = NULL, *dst = NULL;
@@ -658,7 +652,7 @@ ampc_status ampc_index_put_(ampc_tensor *a, int n_idx, const ampc_tensor *const 
 ampc_tensor *ampc_index_put(const ampc_tensor *a, int n_idx, const ampc_tensor *const *indices,
                             const ampc_tensor *values, bool accumulate) {
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_INDEX_PUT, 2, (const ampc_tensor *[]){a, values}, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_INDEX_PUT, 2, (const ampc_tensor *[]){a, values}, false, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_index_put(ac.t[0], n_idx, indices, ac.t[1], accumulate));
     /* a differentiable clone, then the in-place op on it: IndexPutBackward0 over CloneBackward0 */
     ampc_tensor *out = ampc_ad_clone(a);

@@ -128,7 +128,7 @@ static grad_scope grad_begin(int n, const ampc_tensor *const *inputs) {
 
 ampc_tensor *ampc_mm(const ampc_tensor *a, const ampc_tensor *b) {
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_MM, 2, (const ampc_tensor *[]){a, b}, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_MM, 2, (const ampc_tensor *[]){a, b}, false, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_mm(ac.t[0], ac.t[1]));
     if (a->ndim != 2) {
         ampc_set_error(AMPC_E_RUNTIME, "mm: self must be a matrix");
@@ -151,7 +151,7 @@ ampc_tensor *ampc_mm(const ampc_tensor *a, const ampc_tensor *b) {
 
 ampc_tensor *ampc_bmm(const ampc_tensor *a, const ampc_tensor *b) {
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_BMM, 2, (const ampc_tensor *[]){a, b}, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_BMM, 2, (const ampc_tensor *[]){a, b}, false, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_bmm(ac.t[0], ac.t[1]));
     if (check_rank("bmm", a, 3, "batch1") != AMPC_OK || check_rank("bmm", b, 3, "batch2") != AMPC_OK ||
         check_operands("bmm", a, b) != AMPC_OK)
@@ -168,7 +168,7 @@ ampc_tensor *ampc_bmm(const ampc_tensor *a, const ampc_tensor *b) {
 
 ampc_tensor *ampc_addmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b, double beta, double alpha) {
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_ADDMM, 3, (const ampc_tensor *[]){c, a, b}, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_ADDMM, 3, (const ampc_tensor *[]){c, a, b}, false, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_addmm(ac.t[0], ac.t[1], ac.t[2], beta, alpha));
     if (check_rank("addmm", a, 2, "mat1") != AMPC_OK || check_rank("addmm", b, 2, "mat2") != AMPC_OK ||
         check_operands("addmm", a, b) != AMPC_OK || check_device("addmm", c, a) != AMPC_OK)
@@ -191,7 +191,7 @@ ampc_tensor *ampc_addmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_t
 ampc_tensor *ampc_baddbmm(const ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b, double beta,
                           double alpha) {
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_BADDBMM, 3, (const ampc_tensor *[]){c, a, b}, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_BADDBMM, 3, (const ampc_tensor *[]){c, a, b}, false, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_baddbmm(ac.t[0], ac.t[1], ac.t[2], beta, alpha));
     if (check_rank("baddbmm", a, 3, "batch1") != AMPC_OK || check_rank("baddbmm", b, 3, "batch2") != AMPC_OK ||
         check_device("baddbmm", a, b) != AMPC_OK || check_device("baddbmm", c, a) != AMPC_OK)
@@ -213,7 +213,7 @@ ampc_tensor *ampc_baddbmm(const ampc_tensor *c, const ampc_tensor *a, const ampc
 
 ampc_tensor *ampc_dot(const ampc_tensor *a, const ampc_tensor *b) {
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_DOT, 2, (const ampc_tensor *[]){a, b}, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_DOT, 2, (const ampc_tensor *[]){a, b}, false, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_dot(ac.t[0], ac.t[1]));
     if (a->ndim != 1 || b->ndim != 1) {
         ampc_set_error(AMPC_E_RUNTIME, "dot: 1D tensors expected, but got %dD and %dD tensors", a->ndim, b->ndim);
@@ -244,7 +244,7 @@ ampc_tensor *ampc_dot(const ampc_tensor *a, const ampc_tensor *b) {
 
 ampc_tensor *ampc_mv(const ampc_tensor *a, const ampc_tensor *v) {
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_MV, 2, (const ampc_tensor *[]){a, v}, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_MV, 2, (const ampc_tensor *[]){a, v}, false, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_mv(ac.t[0], ac.t[1]));
     if (a->ndim != 2 || v->ndim != 1) {
         ampc_set_error(AMPC_E_RUNTIME, "mv: vector + matrix @ vector expected, got 1, %d, %d", a->ndim, v->ndim);
@@ -352,7 +352,7 @@ done:
 
 ampc_tensor *ampc_matmul(const ampc_tensor *a, const ampc_tensor *b) {
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_MATMUL, 2, (const ampc_tensor *[]){a, b}, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_MATMUL, 2, (const ampc_tensor *[]){a, b}, false, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_matmul(ac.t[0], ac.t[1]));
     grad_scope g = grad_begin(2, (const ampc_tensor *[]){a, b});
     ampc_tensor *out = matmul_impl(a, b); /* its inner mm / mv / dot record nothing */

@@ -333,7 +333,7 @@ ampc_tensor *ampc_convolution(const ampc_tensor *input, const ampc_tensor *weigh
     int spatial = spatial_of(weight);
     const char *name = spatial == 2 ? "conv2d" : "conv1d";
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(spatial == 2 ? AMPC_AC_CONV2D : AMPC_AC_CONV1D, 3,
+    int acr = ampc_autocast_enter(spatial == 2 ? AMPC_OP_CONV2D : AMPC_OP_CONV1D, 3,
                                   (const ampc_tensor *[]){input, weight, bias}, false, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_convolution(ac.t[0], ac.t[1], ac.t[2], params));
     conv_dims d;

@@ -85,9 +85,9 @@ static const ampc_grad_rule loss_rules[5] = {
 static ampc_tensor *pointwise_loss(ampc_op op, const ampc_tensor *input, const ampc_tensor *target,
                                    const ampc_tensor *weight, const ampc_tensor *pos_weight, ampc_reduction reduction,
                                    double beta) {
-    static const ampc_autocast_op ac_ops[5] = {AMPC_AC_MSE_LOSS, AMPC_AC_L1_LOSS, AMPC_AC_SMOOTH_L1_LOSS,
-                                               AMPC_AC_BINARY_CROSS_ENTROPY,
-                                               AMPC_AC_BINARY_CROSS_ENTROPY_WITH_LOGITS};
+    static const ampc_op ac_ops[5] = {AMPC_OP_MSE_LOSS, AMPC_OP_L1_LOSS, AMPC_OP_SMOOTH_L1_LOSS,
+                                               AMPC_OP_BCE_LOSS,
+                                               AMPC_OP_BCE_WITH_LOGITS_LOSS};
     ampc_autocast_scope ac;
     int acr = ampc_autocast_enter(ac_ops[op - AMPC_OP_MSE_LOSS], 4,
                                   (const ampc_tensor *[]){input, target, weight, pos_weight}, false, &ac);

@@ -28,7 +28,7 @@ static ampc_tensor *t_last2(const ampc_tensor *t) { return ampc_transpose(t, -1,
 ampc_tensor *ampc_linear(const ampc_tensor *input, const ampc_tensor *weight, const ampc_tensor *bias) {
     const ampc_tensor *all[3] = {input, weight, bias};
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_LINEAR, 3, all, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_LINEAR, 3, all, false, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_linear(ac.t[0], ac.t[1], ac.t[2]));
     if (nn_check_device("linear", 3, all) != AMPC_OK) return NULL;
     if (input->ndim < 1 || weight->ndim != 2) {
@@ -38,10 +38,9 @@ ampc_tensor *ampc_linear(const ampc_tensor *input, const ampc_tensor *weight, co
         return NULL;
     }
     if (input->dtype != weight->dtype || (bias && bias->dtype != input->dtype)) {
-        static const char *const names[AMPC_NUM_DTYPES] = {"Float", "Half", "BFloat16", "Double", "Long", "Int", "Byte", "Bool"};
         const ampc_tensor *other = input->dtype != weight->dtype ? weight : bias;
-        ampc_set_error(AMPC_E_RUNTIME, "mat1 and mat2 must have the same dtype, but got %s and %s", names[input->dtype],
-                       names[other->dtype]);
+        ampc_set_error(AMPC_E_RUNTIME, "mat1 and mat2 must have the same dtype, but got %s and %s",
+                       ampc_dtype_torch_name(input->dtype), ampc_dtype_torch_name(other->dtype));
         return NULL;
     }
     int64_t in = input->shape[input->ndim - 1], out_f = weight->shape[0];
@@ -381,7 +380,7 @@ ampc_tensor *ampc_scaled_dot_product_attention(const ampc_tensor *query, const a
                                                const ampc_tensor *value, const ampc_tensor *attn_mask,
                                                double dropout_p, bool is_causal, double scale) {
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_SCALED_DOT_PRODUCT_ATTENTION, 4,
+    int acr = ampc_autocast_enter(AMPC_OP_SCALED_DOT_PRODUCT_ATTENTION, 4,
                                   (const ampc_tensor *[]){query, key, value, attn_mask}, false, &ac);
     if (acr)
         return acr < 0 ? NULL

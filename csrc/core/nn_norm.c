@@ -320,7 +320,7 @@ ampc_tensor *ampc_native_layer_norm(const ampc_tensor *input, int n_norm, const 
                                     ampc_tensor **mean, ampc_tensor **rstd) {
     *mean = *rstd = NULL;
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_LAYER_NORM, 3, (const ampc_tensor *[]){input, weight, bias}, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_LAYER_NORM, 3, (const ampc_tensor *[]){input, weight, bias}, false, &ac);
     if (acr)
         return acr < 0 ? NULL
                        : ampc_autocast_exit(&ac, ampc_native_layer_norm(ac.t[0], n_norm, normalized_shape, ac.t[1],
@@ -424,7 +424,7 @@ ampc_tensor *ampc_native_group_norm(const ampc_tensor *input, int64_t num_groups
                                     const ampc_tensor *bias, double eps, ampc_tensor **mean, ampc_tensor **rstd) {
     *mean = *rstd = NULL;
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_GROUP_NORM, 3, (const ampc_tensor *[]){input, weight, bias}, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_GROUP_NORM, 3, (const ampc_tensor *[]){input, weight, bias}, false, &ac);
     if (acr)
         return acr < 0 ? NULL
                        : ampc_autocast_exit(&ac, ampc_native_group_norm(ac.t[0], num_groups, ac.t[1], ac.t[2], eps,

@@ -29,7 +29,7 @@ static ampc_status softmax_dim(const char *name, const ampc_tensor *t, int64_t d
 static ampc_tensor *softmax_common(ampc_op op, const ampc_tensor *input, int64_t dim, ampc_dtype dtype) {
     const char *name = ampc_op_name(op);
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(op == AMPC_OP_SOFTMAX ? AMPC_AC_SOFTMAX : AMPC_AC_LOG_SOFTMAX, 1, &input,
+    int acr = ampc_autocast_enter(op == AMPC_OP_SOFTMAX ? AMPC_OP_SOFTMAX : AMPC_OP_LOG_SOFTMAX, 1, &input,
                                   dtype != AMPC_DTYPE_UNDEFINED, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, softmax_common(op, ac.t[0], dim, ac.dtype));
     int d;
@@ -179,8 +179,8 @@ static ampc_status class_loss_shape(const char *name, const ampc_tensor *x, cons
                                       nn_shape(x, s1, sizeof s1), nn_shape(t, s2, sizeof s2));
         s->probs = true;
     } else if (!is_class_index_dtype(t->dtype)) {
-        static const char *const names[AMPC_NUM_DTYPES] = {"Float", "Half", "BFloat16", "Double", "Long", "Int", "Byte", "Bool"};
-        return ampc_set_error(AMPC_E_RUNTIME, "expected target dtype to be Long or Byte, but got %s", names[t->dtype]);
+        return ampc_set_error(AMPC_E_RUNTIME, "expected target dtype to be Long or Byte, but got %s",
+                              ampc_dtype_torch_name(t->dtype));
     } else if (!batched) {
         if (t->ndim != 0)
             return ampc_set_error(AMPC_E_RUNTIME, "%s: expected a 0-dim target for an input of shape %s, got %s", name,
@@ -255,7 +255,7 @@ ampc_tensor *ampc_native_cross_entropy(const ampc_tensor *input, const ampc_tens
                                        ampc_tensor **lse, ampc_tensor **total_weight) {
     *lse = *total_weight = NULL;
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_CROSS_ENTROPY, 3, (const ampc_tensor *[]){input, target, weight}, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_CROSS_ENTROPY, 3, (const ampc_tensor *[]){input, target, weight}, false, &ac);
     if (acr)
         return acr < 0 ? NULL
                        : ampc_autocast_exit(&ac, ampc_native_cross_entropy(ac.t[0], ac.t[1], ac.t[2], reduction,
@@ -407,7 +407,7 @@ ampc_tensor *ampc_native_nll_loss(const ampc_tensor *input, const ampc_tensor *t
                                   ampc_reduction reduction, int64_t ignore_index, ampc_tensor **total_weight) {
     *total_weight = NULL;
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_NLL_LOSS, 3, (const ampc_tensor *[]){input, target, weight}, false, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_NLL_LOSS, 3, (const ampc_tensor *[]){input, target, weight}, false, &ac);
     if (acr)
         return acr < 0 ? NULL
                        : ampc_autocast_exit(&ac, ampc_native_nll_loss(ac.t[0], ac.t[1], ac.t[2], reduction, ignore_index,

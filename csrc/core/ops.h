@@ -20,7 +20,11 @@ extern "C" {
  * float dtype as PyTorch does. */
 ampc_tensor *ampc_unary(ampc_op op, const ampc_tensor *a);
 ampc_tensor *ampc_gelu(const ampc_tensor *a, bool tanh_approximation);
-ampc_tensor *ampc_softplus(const ampc_tensor *a, double beta, double threshold);
+/* An elementwise op with two float parameters (softplus's beta and threshold, hardtanh's
+ * bounds, a fused backward's): unary rows take a only, binary rows a and b. */
+ampc_tensor *ampc_elementwise_params(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar p0,
+                                     ampc_scalar p1);
+ampc_status ampc_elementwise_params_(ampc_op op, ampc_tensor *a, ampc_scalar p0, ampc_scalar p1);
 ampc_tensor *ampc_clamp(const ampc_tensor *a, ampc_scalar min, ampc_scalar max); /* NONE = open */
 ampc_tensor *ampc_round(const ampc_tensor *a, int64_t decimals); /* round half to even */
 ampc_status ampc_round_(ampc_tensor *a, int64_t decimals);

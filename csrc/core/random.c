@@ -100,21 +100,6 @@ static const char *cpp_type_name(ampc_dtype dt) {
     }
 }
 
-/* PyTorch's ScalarType names ("not implemented for 'Long'"). */
-static const char *scalar_type_name(ampc_dtype dt) {
-    switch (dt) {
-    case AMPC_FLOAT32: return "Float";
-    case AMPC_FLOAT16: return "Half";
-    case AMPC_BFLOAT16: return "BFloat16";
-    case AMPC_FLOAT64: return "Double";
-    case AMPC_INT64: return "Long";
-    case AMPC_INT32: return "Int";
-    case AMPC_UINT8: return "Byte";
-    case AMPC_BOOL: return "Bool";
-    default: return "?";
-    }
-}
-
 static double floating_max(ampc_dtype dt) {
     switch (dt) {
     case AMPC_FLOAT16: return 65504.0;
@@ -154,7 +139,7 @@ static int64_t default_random_high(ampc_dtype dt) {
 static ampc_status check_floating(const char *op, const ampc_tensor *t) {
     if (!ampc_dtype_is_floating(t->dtype))
         return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"%s\" not implemented for '%s'", op,
-                              scalar_type_name(t->dtype));
+                              ampc_dtype_torch_name(t->dtype));
     return AMPC_OK;
 }
 
@@ -301,7 +286,7 @@ ampc_status ampc_bernoulli_p_(ampc_tensor *t, const ampc_tensor *p) {
     AMPC_TRY(same_device("bernoulli_", t, p));
     if (!ampc_dtype_is_floating(p->dtype))
         return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"bernoulli_tensor_cpu_p_\" not implemented for '%s'",
-                              scalar_type_name(p->dtype));
+                              ampc_dtype_torch_name(p->dtype));
     ampc_tensor *probs = as_f64_param("bernoulli_", p, t);
     if (!probs) return ampc_last_status();
     bool ok = true;
@@ -331,7 +316,7 @@ ampc_tensor *ampc_normal_tensors(const ampc_tensor *mean, const ampc_tensor *std
     ampc_result_type_update(&rt, std->dtype, std->ndim, std->is_wrapped_number);
     ampc_dtype dt = ampc_result_type_finish(&rt);
     if (!ampc_dtype_is_floating(dt)) {
-        ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"normal_\" not implemented for '%s'", scalar_type_name(dt));
+        ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"normal_\" not implemented for '%s'", ampc_dtype_torch_name(dt));
         return NULL;
     }
     int nd;
@@ -381,7 +366,7 @@ ampc_tensor *ampc_randperm(int64_t n, ampc_dtype dtype, ampc_device dev) {
         int64_t max_n = default_random_high(dtype) + 1; /* PyTorch: every value below 2^digits + 1 is exact */
         if (n > max_n) {
             ampc_set_error(AMPC_E_RUNTIME, "n cannot be greater than %lld for %s type.", (long long)max_n,
-                           scalar_type_name(dtype));
+                           ampc_dtype_torch_name(dtype));
             return NULL;
         }
     } else {

@@ -29,12 +29,6 @@ static ampc_tensor *keep_if_recorded(ampc_tensor *out, ampc_status st) {
     return NULL;
 }
 
-/* PyTorch's spelling of dtypes in its messages ("Got: Long"). */
-static const char *torch_dtype_name(ampc_dtype dt) {
-    static const char *const names[AMPC_NUM_DTYPES] = {"Float", "Half",  "BFloat16", "Double",
-                                                       "Long",  "Int",   "Byte",     "Bool"};
-    return ampc_dtype_is_valid(dt) ? names[dt] : "Undefined";
-}
 
 /* Marks the dims of `a` that `dims` reduces (n_dims == 0: all of them). */
 static ampc_status reduced_dims_mask(const char *op, const ampc_tensor *a, int n_dims, const int64_t *dims,
@@ -179,14 +173,14 @@ ampc_tensor *ampc_reduce(ampc_op op, const ampc_tensor *a, int n_dims, const int
             ampc_set_error(AMPC_E_RUNTIME,
                            "mean(): could not infer output dtype. Optional dtype must be either a floating point "
                            "or complex dtype. Got: %s",
-                           torch_dtype_name(dtype));
+                           ampc_dtype_torch_name(dtype));
             return NULL;
         }
         if (dtype == AMPC_DTYPE_UNDEFINED && !ampc_dtype_is_floating(a->dtype)) {
             ampc_set_error(AMPC_E_RUNTIME,
                            "mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            "complex dtype. Got: %s",
-                           torch_dtype_name(a->dtype));
+                           ampc_dtype_torch_name(a->dtype));
             return NULL;
         }
         out_dt = dtype != AMPC_DTYPE_UNDEFINED ? dtype : a->dtype;
@@ -243,19 +237,19 @@ ampc_tensor *ampc_norm(const ampc_tensor *a, double p, int n_dims, const int64_t
 ampc_tensor *ampc_vector_norm(const ampc_tensor *a, double p, int n_dims, const int64_t *dims, bool keepdim,
                               ampc_dtype dtype) {
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_NORM, 1, &a, dtype != AMPC_DTYPE_UNDEFINED, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_NORM, 1, &a, dtype != AMPC_DTYPE_UNDEFINED, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_vector_norm(ac.t[0], p, n_dims, dims, keepdim, dtype));
     bool mask[AMPC_MAX_DIMS];
     if (reduced_dims_mask("linalg.vector_norm", a, n_dims, dims, mask) != AMPC_OK) return NULL;
     if (!ampc_dtype_is_floating(a->dtype)) {
         ampc_set_error(AMPC_E_RUNTIME,
                        "linalg.vector_norm: Expected a floating point or complex tensor as input. Got %s",
-                       torch_dtype_name(a->dtype));
+                       ampc_dtype_torch_name(a->dtype));
         return NULL;
     }
     if (dtype != AMPC_DTYPE_UNDEFINED && !ampc_dtype_is_floating(dtype)) {
         ampc_set_error(AMPC_E_RUNTIME, "linalg.vector_norm: dtype should be floating point or complex, but got %s",
-                       torch_dtype_name(dtype));
+                       ampc_dtype_torch_name(dtype));
         return NULL;
     }
     /* Only widening dtypes, as in PyTorch: the kernel reads the input and rounds into dtype. */
@@ -263,7 +257,7 @@ ampc_tensor *ampc_vector_norm(const ampc_tensor *a, double p, int n_dims, const 
         ampc_set_error(AMPC_E_RUNTIME,
                        "linalg.vector_norm: the dtype of the input (%s) should be convertible without narrowing to "
                        "the specified dtype (%s)",
-                       torch_dtype_name(a->dtype), torch_dtype_name(dtype));
+                       ampc_dtype_torch_name(a->dtype), ampc_dtype_torch_name(dtype));
         return NULL;
     }
     if (isnan(p)) {
@@ -339,7 +333,7 @@ ampc_tensor *ampc_arg_reduce(ampc_op op, const ampc_tensor *a, bool has_dim, int
 
 ampc_tensor *ampc_cumsum(const ampc_tensor *a, int64_t dim, ampc_dtype dtype) {
     ampc_autocast_scope ac;
-    int acr = ampc_autocast_enter(AMPC_AC_CUMSUM, 1, &a, dtype != AMPC_DTYPE_UNDEFINED, &ac);
+    int acr = ampc_autocast_enter(AMPC_OP_CUMSUM, 1, &a, dtype != AMPC_DTYPE_UNDEFINED, &ac);
     if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_cumsum(ac.t[0], dim, ac.dtype));
     int d;
     if (ampc_wrap_dim("cumsum", dim, a->ndim, &d) != AMPC_OK) return NULL;

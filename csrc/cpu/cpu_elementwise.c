@@ -1,66 +1,56 @@
 /* cpu_elementwise.c: CPU kernels of the elementwise family (UNARY, BINARY, COMPARE, TERNARY).
  *
- * The frontend (core/elementwise.c) hands every kernel inputs already in the op's compute dtype
- * and an output in the result dtype (bool for comparisons, isnan, logical ops). A NULL input
- * slot in[k] of a BINARY/COMPARE/TERNARY op means "operand k is the scalar args->scalars[1 + k]"
- * (a Python number or a 0-dim CPU tensor); a kernel also treats any one-element input tensor
- * that way. Scalars reach the inner loop as values in registers, so `x * 0.5` runs as fast as a
- * unary op.
+ * The loop table is generated from ops.def: one loop per (form, storage dtype) of the
+ * AMPC_EW_OP / AMPC_EW_FORM rows, whose body is the row's formula in core/elementwise_math.h
+ * (shared with the CUDA backend). Nothing here names an op: adding an elementwise op adds its
+ * loops. The frontend (core/elementwise.c) has already chosen the form and hands over inputs in
+ * the compute dtype and an output in the result dtype (bool for comparisons, isnan, logical
+ * ops). A NULL operand means "the scalar value scalar_a/b/c" (a Python number or a 0-dim CPU
+ * tensor); a kernel also treats any one-element input tensor that way. Scalars reach the inner
+ * loop as values in registers, so `x * 0.5` runs as fast as a unary op.
  *
- * Inner loops are generated per (variant, dtype) from one expression each, with macros: a
- * contiguous branch with typed pointers (which -O3 vectorizes for float32/float64/int types), a
- * branch for an operand broadcast along the row (stride 0) and a generic strided branch.
- * fp16/bf16 load into float, compute, and round once on store (PyTorch's CPU opmath). The
- * formulas themselves live in core/elementwise_math.h, shared with the CUDA backend. */
+ * Each loop has a contiguous branch with typed pointers (which -O3 vectorizes for float32,
+ * float64 and integer types), a branch for an operand broadcast along the row (stride 0) and a
+ * generic strided branch. fp16/bf16 load into float, compute, and round once on store
+ * (PyTorch's CPU opmath). */
 #include <math.h>
 #include <string.h>
 
-#include "../core/elementwise_math.h"
+#include "../core/elementwise_forms.h"
 #include "cpu_backend.h"
 #include "cpu_dtype_loops.h"
 #include "cpu_half_convert.h"
 #include "cpu_iter.h"
 
-/* ------------------------------------------------------------------ variants
- * Loop tables are indexed by variant: every op of ops.def, plus the specialisations a kernel
- * picks from the op's parameters. */
-enum ew_variant {
-#define AMPC_OP(id, name, kind) EW_##id,
-#include "../core/ops.def"
-#undef AMPC_OP
-    EW_ADD_ALPHA,          /* a + alpha * b (alpha != 1) */
-    EW_SUB_ALPHA,          /* a - alpha * b */
-    EW_DIV_TRUNC,          /* div(rounding_mode='trunc') */
-    EW_DIV_FLOOR,          /* div(rounding_mode='floor'), floor_divide, // */
-    EW_DIV_FLOOR_STEPWISE, /* the same for fp16/bf16 tensors, rounded after every step like torch */
-    EW_GELU_TANH,          /* gelu(approximate='tanh') */
-    EW_POW_SQUARE,         /* x ** 2, x ** 3, x ** -2: torch multiplies instead of calling pow */
-    EW_POW_CUBE,
-    EW_POW_INV_SQUARE,
-    EW_POW_SCALAR,         /* x ** e for any other scalar e */
-    EW_ROUND_DECIMALS,     /* round(x, decimals > 0): P0 = 10^decimals */
-    EW_ROUND_NEG_DECIMALS, /* round(x, decimals < 0): P0 = 10^-decimals */
-    EW_NUM_VARIANTS
-};
-
-/* Per-call constants of a loop, stored in the loop's opmath type (VT): P0, P1 are the op's
- * parameters (alpha; clamp bounds; softplus beta and threshold), P2 the scalar operand. */
+/* Per-call constants of a loop: the form's parameters (an ampc_ew_params_<s> of the opmath type)
+ * and the scalar operand (scalar_b of `x OP s`, scalar_a of `s OP x`) in the opmath type. */
 typedef struct ew_ctx {
-    _Alignas(8) unsigned char param[3][8];
-    double pow_exponent; /* float32 ** scalar runs in double, as torch's std::pow(float, double) */
-    int *zero_division;  /* set when an integer division meets a zero divisor */
+    ampc_ew_params_any params;
+    _Alignas(8) unsigned char scalar[8];
 } ew_ctx;
 
-static void ew_flag_zero_division(const ew_ctx *ctx) { __atomic_store_n(ctx->zero_division, 1, __ATOMIC_RELAXED); }
+/* opmath suffix of each storage dtype (the formulas' and parameter structs' names) */
+#define MS_f32 f
+#define MS_f16 f
+#define MS_bf16 f
+#define MS_f64 d
+#define MS_i64 i64
+#define MS_i32 i32
+#define MS_u8 u8
+#define MS_b8 b8
+#define EW_PTYPE(MS) EW_PTYPE_(MS)
+#define EW_PTYPE_(MS) ampc_ew_params_##MS
+#define EW_FORMULA(STEM, MS) EW_FORMULA_(STEM, MS)
+#define EW_FORMULA_(STEM, MS) ampc_ew_##STEM##_##MS
 
-#define EW_PARAMS(VT)                         \
-    const ew_ctx *ctx = (const ew_ctx *)ctxp; \
-    VT P0, P1, P2;                            \
-    memcpy(&P0, ctx->param[0], sizeof P0);    \
-    memcpy(&P1, ctx->param[1], sizeof P1);    \
-    memcpy(&P2, ctx->param[2], sizeof P2);    \
-    (void)P0;                                 \
-    (void)P1;                                 \
+/* p: the parameters, P2: the scalar operand */
+#define EW_PARAMS(SUF, VT)                          \
+    const ew_ctx *ctx = (const ew_ctx *)ctxp;       \
+    EW_PTYPE(MS_##SUF) p;                           \
+    VT P2;                                          \
+    memcpy(&p, &ctx->params, sizeof p);             \
+    memcpy(&P2, ctx->scalar, sizeof P2);            \
+    (void)p;                                        \
     (void)P2
 
 #define SZ(T) ((int64_t)sizeof(T))
@@ -107,7 +97,7 @@ static void ew_flag_zero_division(const ew_ctx *ctx) { __atomic_store_n(ctx->zer
 /* out = EXPR(x) */
 #define DEF_UNARY(ID, SUF, CT, VT, OSUF, OCT, EXPR)                                        \
     static void ew_##ID##_##SUF(char **d, const int64_t *s, int64_t n, const void *ctxp) { \
-        EW_PARAMS(VT);                                                                     \
+        EW_PARAMS(SUF, VT);                                                                     \
         if (s[0] == SZ(OCT) && s[1] == SZ(CT) && EW_BLOCKED_##SUF) {                       \
             for (int64_t k0 = 0; k0 < n; k0 += EW_BLOCK) {                                 \
                 int64_t m = n - k0 < EW_BLOCK ? n - k0 : EW_BLOCK;                         \
@@ -168,7 +158,7 @@ static void ew_flag_zero_division(const ew_ctx *ctx) { __atomic_store_n(ctx->zer
 /* out = EXPR(a, b): ew_ID_SUF over (out, a, b), ew_ID_sb_SUF over (out, a) with b = P2. */
 #define DEF_BINARY(ID, SUF, CT, VT, OSUF, OCT, EXPR)                                           \
     static void ew_##ID##_##SUF(char **d, const int64_t *s, int64_t n, const void *ctxp) {     \
-        EW_PARAMS(VT);                                                                         \
+        EW_PARAMS(SUF, VT);                                                                         \
         if (s[0] == SZ(OCT) && s[1] == SZ(CT) && s[2] == SZ(CT) && EW_BLOCKED_##SUF) {         \
             for (int64_t k0 = 0; k0 < n; k0 += EW_BLOCK) {                                     \
                 int64_t m = n - k0 < EW_BLOCK ? n - k0 : EW_BLOCK;                             \
@@ -200,7 +190,7 @@ static void ew_flag_zero_division(const ew_ctx *ctx) { __atomic_store_n(ctx->zer
         }                                                                                      \
     }                                                                                          \
     static void ew_##ID##_sb_##SUF(char **d, const int64_t *s, int64_t n, const void *ctxp) {  \
-        EW_PARAMS(VT);                                                                         \
+        EW_PARAMS(SUF, VT);                                                                         \
         EW_ROW_WITH_CONSTANT(SUF, CT, VT, OSUF, OCT, EXPR, b, P2, a, 1)                        \
     }
 
@@ -208,202 +198,74 @@ static void ew_flag_zero_division(const ew_ctx *ctx) { __atomic_store_n(ctx->zer
 #define DEF_BINARY_NC(ID, SUF, CT, VT, OSUF, OCT, EXPR)                                       \
     DEF_BINARY(ID, SUF, CT, VT, OSUF, OCT, EXPR)                                              \
     static void ew_##ID##_sa_##SUF(char **d, const int64_t *s, int64_t n, const void *ctxp) { \
-        EW_PARAMS(VT);                                                                        \
+        EW_PARAMS(SUF, VT);                                                                        \
         EW_ROW_WITH_CONSTANT(SUF, CT, VT, OSUF, OCT, EXPR, a, P2, b, 1)                       \
     }
 
-/* ------------------------------------------------------------------ the ops, per dtype group
- * Each list takes X(KIND, ID, EXPR) with KIND one of U (unary, same dtype out), UB (unary, bool
- * out), B / BNC (binary, commutative or not), BB (binary, bool out). */
-#define LIBM_f(fn) fn##f
-#define LIBM_d(fn) fn
-#define LIBM(MS, fn) LIBM_##MS(fn)
-
-/* floating dtypes; MS picks the float (f) or double (d) flavour of the math functions */
-#define FLOAT_OPS(X, MS)                                        \
-    X(U, EXP, LIBM(MS, exp)(x))                                 \
-    X(U, LOG, LIBM(MS, log)(x))                                 \
-    X(U, SQRT, LIBM(MS, sqrt)(x))                               \
-    X(U, RSQRT, ampc_math_rsqrt_##MS(x))                        \
-    X(U, RECIPROCAL, ampc_math_reciprocal_##MS(x))              \
-    X(U, SIGMOID, ampc_math_sigmoid_##MS(x))                    \
-    X(U, TANH, LIBM(MS, tanh)(x))                               \
-    X(U, RELU, ampc_math_relu_##MS(x))                          \
-    X(U, GELU, ampc_math_gelu_##MS(x))                          \
-    X(U, GELU_TANH, ampc_math_gelu_tanh_##MS(x))                \
-    X(U, SILU, ampc_math_silu_##MS(x))                          \
-    X(U, SOFTPLUS, ampc_math_softplus_##MS(x, P0, P1))          \
-    X(U, SIN, LIBM(MS, sin)(x))                                 \
-    X(U, COS, LIBM(MS, cos)(x))                                 \
-    X(U, ERF, LIBM(MS, erf)(x))                                 \
-    X(U, NEG, -x)                                               \
-    X(U, ABS, LIBM(MS, fabs)(x))                                \
-    X(U, SIGN, ampc_math_sign_##MS(x))                          \
-    X(U, FLOOR, LIBM(MS, floor)(x))                             \
-    X(U, CEIL, LIBM(MS, ceil)(x))                               \
-    X(U, ROUND, ampc_math_round_##MS(x))                        \
-    X(U, ROUND_DECIMALS, ampc_math_round_##MS(x * P0) / P0)     \
-    X(U, ROUND_NEG_DECIMALS, ampc_math_round_##MS(x / P0) * P0) \
-    X(U, CLAMP, ampc_math_clamp_##MS(x, P0, P1))                \
-    X(U, POW_SQUARE, x * x)                                     \
-    X(U, POW_CUBE, x * x * x)                                   \
-    X(U, POW_INV_SQUARE, 1 / (x * x))                           \
-    X(UB, LOGICAL_NOT, x == 0)                                  \
-    X(UB, ISFINITE, isfinite(x))                                \
-    X(UB, ISNAN, isnan(x))                                      \
-    X(UB, ISINF, isinf(x))                                      \
-    X(B, ADD, a + b)                                            \
-    X(BNC, ADD_ALPHA, a + P0 * b)                               \
-    X(BNC, SUB, a - b)                                          \
-    X(BNC, SUB_ALPHA, a - P0 * b)                               \
-    X(B, MUL, a * b)                                            \
-    X(BNC, DIV, a / b)                                          \
-    X(BNC, DIV_TRUNC, ampc_math_trunc_divide_##MS(a, b))        \
-    X(BNC, DIV_FLOOR, ampc_math_floor_divide_##MS(a, b))        \
-    X(BNC, REMAINDER, ampc_math_remainder_##MS(a, b))           \
-    X(BNC, POW, LIBM(MS, pow)(a, b))                            \
-    X(B, MAXIMUM, ampc_math_maximum_##MS(a, b))                 \
-    X(B, MINIMUM, ampc_math_minimum_##MS(a, b))                 \
-    X(BNC, ATAN2, LIBM(MS, atan2)(a, b))                        \
-    COMMON_BOOL_OUT_OPS(X)
-
-/* comparisons and logical ops: every dtype, bool out. LT/LE/GT/GE with a scalar on the left
- * swap to GT/GE/LT/LE, so only the commutative form is generated. */
-#define COMMON_BOOL_OUT_OPS(X)              \
-    X(BB, LOGICAL_AND, (a != 0) & (b != 0)) \
-    X(BB, LOGICAL_OR, (a != 0) | (b != 0))  \
-    X(BB, EQ, a == b)                       \
-    X(BB, NE, a != b)                       \
-    X(BB, LT, a < b)                        \
-    X(BB, LE, a <= b)                       \
-    X(BB, GT, a > b)                        \
-    X(BB, GE, a >= b)
-
-/* integer dtypes: S the type suffix of the helpers (wrapping arithmetic, no division traps) */
-#define ZERO_CHECKED(S, fn) (b == 0 ? (ew_flag_zero_division(ctx), (VT_##S)0) : ampc_math_##fn##_##S(a, b))
-#define INT_OPS(X, S)                                                           \
-    X(U, NEG, ampc_math_wrap_neg_##S(x))                                        \
-    X(U, ABS, ampc_math_abs_##S(x))                                             \
-    X(U, SIGN, ampc_math_sign_##S(x))                                           \
-    X(U, RELU, ampc_math_relu_##S(x))                                           \
-    X(U, CLAMP, ampc_math_clamp_##S(x, P0, P1))                                 \
-    X(U, POW_SQUARE, ampc_math_wrap_mul_##S(x, x))                              \
-    X(U, POW_CUBE, ampc_math_wrap_mul_##S(ampc_math_wrap_mul_##S(x, x), x))     \
-    X(U, POW_SCALAR, ampc_math_powi_##S(x, P2))                                 \
-    X(UB, LOGICAL_NOT, x == 0)                                                  \
-    X(B, ADD, ampc_math_wrap_add_##S(a, b))                                     \
-    X(BNC, ADD_ALPHA, ampc_math_wrap_add_##S(a, ampc_math_wrap_mul_##S(P0, b))) \
-    X(BNC, SUB, ampc_math_wrap_sub_##S(a, b))                                   \
-    X(BNC, SUB_ALPHA, ampc_math_wrap_sub_##S(a, ampc_math_wrap_mul_##S(P0, b))) \
-    X(B, MUL, ampc_math_wrap_mul_##S(a, b))                                     \
-    X(BNC, DIV_TRUNC, ZERO_CHECKED(S, trunc_divide))                            \
-    X(BNC, DIV_FLOOR, ZERO_CHECKED(S, floor_divide))                            \
-    X(BNC, REMAINDER, ZERO_CHECKED(S, remainder))                               \
-    X(BNC, POW, ampc_math_powi_##S(a, b))                                       \
-    X(B, MAXIMUM, a < b ? b : a)                                                \
-    X(B, MINIMUM, b < a ? b : a)                                                \
-    X(B, BITWISE_AND, a & b)                                                    \
-    X(B, BITWISE_OR, a | b)                                                     \
-    X(B, BITWISE_XOR, a ^ b)                                                    \
-    COMMON_BOOL_OUT_OPS(X)
+/* ------------------------------------------------------------------ the loops, from ops.def
+ * Per (form, dtype): GEN_<FORM> picks the generator (U: unary, UB: unary with bool out, B:
+ * commutative binary, BNC: binary with a scalar-left loop too, BB: binary with bool out) and
+ * the body is the form's formula on (x) or (a, b) with the parameters p. */
+#define CT_f32 float
+#define CT_f16 ampc_half
+#define CT_bf16 ampc_bfloat16
+#define CT_f64 double
+#define CT_i64 int64_t
+#define CT_i32 int32_t
+#define CT_u8 uint8_t
+#define CT_b8 bool
+#define VT_f32 float
+#define VT_f16 float
+#define VT_bf16 float
+#define VT_f64 double
 #define VT_i64 int64_t
 #define VT_i32 int32_t
 #define VT_u8 uint8_t
+#define VT_b8 bool
 
-/* bool: + and max are or, * and min are and */
-#define BOOL_OPS(X)                 \
-    X(U, SIGN, x)                   \
-    X(UB, LOGICAL_NOT, !x)          \
-    X(B, ADD, a | b)                \
-    X(BNC, ADD_ALPHA, a | (P0 & b)) \
-    X(B, MUL, a & b)                \
-    X(B, MAXIMUM, a | b)            \
-    X(B, MINIMUM, a & b)            \
-    X(B, BITWISE_AND, a & b)        \
-    X(B, BITWISE_OR, a | b)         \
-    X(B, BITWISE_XOR, a != b)       \
-    COMMON_BOOL_OUT_OPS(X)
+#define GEN_U(ID, SUF, STEM) DEF_UNARY(ID, SUF, CT_##SUF, VT_##SUF, SUF, CT_##SUF, EW_FORMULA(STEM, MS_##SUF)(x, p))
+#define GEN_UB(ID, SUF, STEM) DEF_UNARY(ID, SUF, CT_##SUF, VT_##SUF, b8, bool, EW_FORMULA(STEM, MS_##SUF)(x, p))
+#define GEN_B(ID, SUF, STEM) DEF_BINARY(ID, SUF, CT_##SUF, VT_##SUF, SUF, CT_##SUF, EW_FORMULA(STEM, MS_##SUF)(a, b, p))
+#define GEN_BNC(ID, SUF, STEM) DEF_BINARY_NC(ID, SUF, CT_##SUF, VT_##SUF, SUF, CT_##SUF, EW_FORMULA(STEM, MS_##SUF)(a, b, p))
+#define GEN_BB(ID, SUF, STEM) DEF_BINARY(ID, SUF, CT_##SUF, VT_##SUF, b8, bool, EW_FORMULA(STEM, MS_##SUF)(a, b, p))
 
-/* Instantiation: KIND selects the generator. SUF/CT/VT come from the enclosing dtype. */
-#define GEN_U(ID, SUF, CT, VT, EXPR) DEF_UNARY(ID, SUF, CT, VT, SUF, CT, EXPR)
-#define GEN_UB(ID, SUF, CT, VT, EXPR) DEF_UNARY(ID, SUF, CT, VT, b8, bool, EXPR)
-#define GEN_B(ID, SUF, CT, VT, EXPR) DEF_BINARY(ID, SUF, CT, VT, SUF, CT, EXPR)
-#define GEN_BNC(ID, SUF, CT, VT, EXPR) DEF_BINARY_NC(ID, SUF, CT, VT, SUF, CT, EXPR)
-#define GEN_BB(ID, SUF, CT, VT, EXPR) DEF_BINARY(ID, SUF, CT, VT, b8, bool, EXPR)
-
-#define GEN_f32(KIND, ID, EXPR) GEN_##KIND(ID, f32, float, float, EXPR)
-#define GEN_f16(KIND, ID, EXPR) GEN_##KIND(ID, f16, ampc_half, float, EXPR)
-#define GEN_bf16(KIND, ID, EXPR) GEN_##KIND(ID, bf16, ampc_bfloat16, float, EXPR)
-#define GEN_f64(KIND, ID, EXPR) GEN_##KIND(ID, f64, double, double, EXPR)
-#define GEN_i64(KIND, ID, EXPR) GEN_##KIND(ID, i64, int64_t, int64_t, EXPR)
-#define GEN_i32(KIND, ID, EXPR) GEN_##KIND(ID, i32, int32_t, int32_t, EXPR)
-#define GEN_u8(KIND, ID, EXPR) GEN_##KIND(ID, u8, uint8_t, uint8_t, EXPR)
-#define GEN_b8(KIND, ID, EXPR) GEN_##KIND(ID, b8, bool, bool, EXPR)
-
-FLOAT_OPS(GEN_f32, f)
-FLOAT_OPS(GEN_f16, f)
-FLOAT_OPS(GEN_bf16, f)
-FLOAT_OPS(GEN_f64, d)
-INT_OPS(GEN_i64, i64)
-INT_OPS(GEN_i32, i32)
-INT_OPS(GEN_u8, u8)
-BOOL_OPS(GEN_b8)
-
-/* fp16/bf16 floor division by a tensor: torch's stepwise rounding (elementwise_math.h). */
-DEF_BINARY_NC(DIV_FLOOR_STEPWISE, f16, ampc_half, float, f16, ampc_half, ampc_math_floor_divide_stepwise_f16(a, b))
-DEF_BINARY_NC(DIV_FLOOR_STEPWISE, bf16, ampc_bfloat16, float, bf16, ampc_bfloat16, ampc_math_floor_divide_stepwise_bf16(a, b))
-
-/* x ** e for a scalar e: float32 goes through double like torch's std::pow(float, double); the
- * other floating dtypes use their own opmath type with e already rounded by the frontend. */
-DEF_UNARY(POW_SCALAR, f32, float, float, f32, float, (float)pow((double)x, ctx->pow_exponent))
-DEF_UNARY(POW_SCALAR, f16, ampc_half, float, f16, ampc_half, powf(x, P2))
-DEF_UNARY(POW_SCALAR, bf16, ampc_bfloat16, float, bf16, ampc_bfloat16, powf(x, P2))
-DEF_UNARY(POW_SCALAR, f64, double, double, f64, double, pow(x, P2))
+#define GEN_DTYPE(SUF, ID, FORM, STEM) GEN_##FORM(ID, SUF, STEM)
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) dtypes(GEN_DTYPE, id, form, stem)
+#define AMPC_EW_FORM(id, of, form, dtypes, stem) dtypes(GEN_DTYPE, id, form, stem)
+#include "../core/ops.def"
+#undef AMPC_EW_OP
+#undef AMPC_EW_FORM
 
 /* ------------------------------------------------------------------ loop tables
- * [variant][dtype]: the tensor-tensor form (unary ops: the only form), the scalar-b form and
- * the scalar-a form (NULL for commutative ops: the kernel swaps the operands instead). */
+ * [form][dtype]: the tensor-tensor form (unary forms: the only one), the scalar-b form and the
+ * scalar-a form (NULL for commutative forms: the kernel swaps the operands instead). */
 enum { FORM_TENSOR, FORM_SCALAR_B, FORM_SCALAR_A, NUM_FORMS };
-static ampc_cpu_loop_fn loops[EW_NUM_VARIANTS][AMPC_NUM_DTYPES][NUM_FORMS];
+static ampc_cpu_loop_fn loops[AMPC_EW_NUM_FORMS][AMPC_NUM_DTYPES][NUM_FORMS];
 
-#define REG_U(ID, SUF, DT) loops[EW_##ID][DT][FORM_TENSOR] = ew_##ID##_##SUF;
+#define DT_ENUM_f32 AMPC_FLOAT32
+#define DT_ENUM_f16 AMPC_FLOAT16
+#define DT_ENUM_bf16 AMPC_BFLOAT16
+#define DT_ENUM_f64 AMPC_FLOAT64
+#define DT_ENUM_i64 AMPC_INT64
+#define DT_ENUM_i32 AMPC_INT32
+#define DT_ENUM_u8 AMPC_UINT8
+#define DT_ENUM_b8 AMPC_BOOL
+#define REG_U(ID, SUF) loops[AMPC_EW_FORM_##ID][DT_ENUM_##SUF][FORM_TENSOR] = ew_##ID##_##SUF;
 #define REG_UB REG_U
-#define REG_B(ID, SUF, DT) REG_U(ID, SUF, DT) loops[EW_##ID][DT][FORM_SCALAR_B] = ew_##ID##_sb_##SUF;
+#define REG_B(ID, SUF) REG_U(ID, SUF) loops[AMPC_EW_FORM_##ID][DT_ENUM_##SUF][FORM_SCALAR_B] = ew_##ID##_sb_##SUF;
 #define REG_BB REG_B
-#define REG_BNC(ID, SUF, DT) REG_B(ID, SUF, DT) loops[EW_##ID][DT][FORM_SCALAR_A] = ew_##ID##_sa_##SUF;
-
-#define REG_f32(KIND, ID, EXPR) REG_##KIND(ID, f32, AMPC_FLOAT32)
-#define REG_f16(KIND, ID, EXPR) REG_##KIND(ID, f16, AMPC_FLOAT16)
-#define REG_bf16(KIND, ID, EXPR) REG_##KIND(ID, bf16, AMPC_BFLOAT16)
-#define REG_f64(KIND, ID, EXPR) REG_##KIND(ID, f64, AMPC_FLOAT64)
-#define REG_i64(KIND, ID, EXPR) REG_##KIND(ID, i64, AMPC_INT64)
-#define REG_i32(KIND, ID, EXPR) REG_##KIND(ID, i32, AMPC_INT32)
-#define REG_u8(KIND, ID, EXPR) REG_##KIND(ID, u8, AMPC_UINT8)
-#define REG_b8(KIND, ID, EXPR) REG_##KIND(ID, b8, AMPC_BOOL)
+#define REG_BNC(ID, SUF) REG_B(ID, SUF) loops[AMPC_EW_FORM_##ID][DT_ENUM_##SUF][FORM_SCALAR_A] = ew_##ID##_sa_##SUF;
+#define REG_DTYPE(SUF, ID, FORM, STEM) REG_##FORM(ID, SUF)
 
 static void fill_loop_tables(void) {
-    FLOAT_OPS(REG_f32, f)
-    FLOAT_OPS(REG_f16, f)
-    FLOAT_OPS(REG_bf16, f)
-    FLOAT_OPS(REG_f64, d)
-    INT_OPS(REG_i64, i64)
-    INT_OPS(REG_i32, i32)
-    INT_OPS(REG_u8, u8)
-    BOOL_OPS(REG_b8)
-    REG_U(POW_SCALAR, f32, AMPC_FLOAT32)
-    REG_U(POW_SCALAR, f16, AMPC_FLOAT16)
-    REG_U(POW_SCALAR, bf16, AMPC_BFLOAT16)
-    REG_U(POW_SCALAR, f64, AMPC_FLOAT64)
-    REG_BNC(DIV_FLOOR_STEPWISE, f16, AMPC_FLOAT16)
-    REG_BNC(DIV_FLOOR_STEPWISE, bf16, AMPC_BFLOAT16)
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) dtypes(REG_DTYPE, id, form, stem)
+#define AMPC_EW_FORM(id, of, form, dtypes, stem) dtypes(REG_DTYPE, id, form, stem)
+#include "../core/ops.def"
+#undef AMPC_EW_OP
+#undef AMPC_EW_FORM
 }
 
 /* ------------------------------------------------------------------ parameters */
-
-/* Stores `v` into a parameter slot as the opmath type of `dt` (elementwise_math.h). */
-static void set_param(ew_ctx *ctx, int slot, ampc_dtype dt, ampc_scalar v) {
-    ampc_ew_scalar_as_opmath(dt, v, ctx->param[slot]);
-}
 
 /* The element of a one-element CPU tensor as a scalar (for the scalar-operand forms). */
 static ampc_scalar element_of(const ampc_tensor *t) {
@@ -421,16 +283,9 @@ static ampc_scalar element_of(const ampc_tensor *t) {
 }
 
 /* The frontend rejects unsupported dtypes with PyTorch's messages first; this is the backstop. */
-static ampc_status no_loop(ampc_op op, ampc_dtype dt) {
-    return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: the CPU backend has no kernel for dtype %s", ampc_op_name(op),
-                          ampc_dtype_name(dt));
-}
-
-static ampc_status check_cpu(ampc_op op, const ampc_kernel_args *a) {
-    for (int k = 0; k < a->n_in; k++)
-        if (a->in[k] && a->in[k]->device.type != AMPC_CPU)
-            return ampc_set_error(AMPC_E_RUNTIME, "%s: the CPU kernel got an input on another device", ampc_op_name(op));
-    return AMPC_OK;
+static ampc_status no_loop(ampc_op op, ampc_ew_form form, ampc_dtype dt) {
+    return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: the CPU backend has no %s loop for dtype %s", ampc_op_name(op),
+                          ampc_ew_form_name(form), ampc_dtype_name(dt));
 }
 
 /* ------------------------------------------------------------------ kernels */
@@ -443,115 +298,80 @@ static ampc_status run_loop(ampc_tensor *out, int n_in, const ampc_tensor *const
     return AMPC_OK;
 }
 
-static ampc_status cpu_unary(ampc_op op, const ampc_kernel_args *a) {
-    AMPC_TRY(check_cpu(op, a));
-    const ampc_tensor *x = a->in[0];
-    ampc_dtype dt = x->dtype;
-    int variant = (op == AMPC_OP_GELU && a->ints[0] == 1) ? EW_GELU_TANH : (int)op;
-    ew_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    if (op == AMPC_OP_ROUND && a->ints[0] != 0) {
-        int64_t decimals = a->ints[0];
-        variant = decimals > 0 ? EW_ROUND_DECIMALS : EW_ROUND_NEG_DECIMALS;
-        set_param(&ctx, 0, dt, ampc_scalar_float(pow(10.0, (double)(decimals > 0 ? decimals : -decimals))));
-    } else if (op == AMPC_OP_SOFTPLUS) {
-        set_param(&ctx, 0, dt, a->scalars[0]);
-        set_param(&ctx, 1, dt, a->scalars[1]);
-    } else if (op == AMPC_OP_CLAMP) {
-        for (int k = 0; k < 2; k++)
-            set_param(&ctx, k, dt, a->scalars[k].kind == AMPC_SCALAR_NONE ? ampc_ew_clamp_open_bound(dt, k == 1) : a->scalars[k]);
-    }
-    ampc_cpu_loop_fn fn = ampc_dtype_is_valid(dt) ? loops[variant][dt][FORM_TENSOR] : NULL;
-    if (!fn) return no_loop(op, dt);
-    return run_loop(a->out[0], 1, &x, fn, &ctx);
-}
-
-/* x ** e with a scalar exponent: torch's special cases become cheaper unary loops. */
-static int pow_scalar_variant(ampc_dtype dt, double e) {
-    switch (ampc_ew_pow_scalar_form(ampc_dtype_is_floating(dt), e)) {
-    case AMPC_POW_SQUARE: return EW_POW_SQUARE;
-    case AMPC_POW_CUBE: return EW_POW_CUBE;
-    case AMPC_POW_INV_SQUARE: return EW_POW_INV_SQUARE;
-    case AMPC_POW_SQRT: return EW_SQRT;
-    case AMPC_POW_RSQRT: return EW_RSQRT;
-    case AMPC_POW_RECIPROCAL: return EW_RECIPROCAL;
-    default: return EW_POW_SCALAR;
+/* For a scalar on the left of a form without a scalar-left loop: the form computing b OP a
+ * (comparisons mirror, commutative forms are their own mirror); -1 if none. */
+static int mirrored_form(ampc_ew_form form) {
+    switch (form) {
+    case AMPC_EW_FORM_LT: return AMPC_EW_FORM_GT;
+    case AMPC_EW_FORM_LE: return AMPC_EW_FORM_GE;
+    case AMPC_EW_FORM_GT: return AMPC_EW_FORM_LT;
+    case AMPC_EW_FORM_GE: return AMPC_EW_FORM_LE;
+    default: return ampc_ew_form_arity(form) == AMPC_EW_BNC ? -1 : (int)form;
     }
 }
 
-/* The op computing b OP a, for a scalar on the left of a commutative or mirrored op; -1 if none. */
-static int mirrored_variant(int variant) {
-    switch (variant) {
-    case EW_LT: return EW_GT;
-    case EW_LE: return EW_GE;
-    case EW_GT: return EW_LT;
-    case EW_GE: return EW_LE;
-    case EW_ADD: case EW_MUL: case EW_MAXIMUM: case EW_MINIMUM: case EW_LOGICAL_AND: case EW_LOGICAL_OR:
-    case EW_BITWISE_AND: case EW_BITWISE_OR: case EW_BITWISE_XOR: case EW_EQ: case EW_NE:
-        return variant;
-    default: return -1;
-    }
-}
-
-static ampc_status cpu_binary(ampc_op op, const ampc_kernel_args *a) {
-    AMPC_TRY(check_cpu(op, a));
-    const ampc_tensor *ta = a->in[0], *tb = a->in[1];
+static ampc_status cpu_elementwise_kernel(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_elementwise_args *a = ampc_args_elementwise(args);
+    if (!a) return ampc_last_status();
+    for (int k = 0; k < args->n_in; k++)
+        if (args->in[k] && args->in[k]->device.type != AMPC_CPU)
+            return ampc_set_error(AMPC_E_RUNTIME, "%s: the CPU kernel got an input on another device", ampc_op_name(op));
+    ampc_ew_form form = (ampc_ew_form)a->form;
+    const ampc_tensor *ta = a->a, *tb = ampc_ew_form_is_unary(form) ? NULL : a->b;
     if (!ta && !tb) return ampc_set_error(AMPC_E_RUNTIME, "%s: both operands are scalars", ampc_op_name(op));
     ampc_dtype dt = ta ? ta->dtype : tb->dtype;
-    if (!ampc_dtype_is_valid(dt)) return no_loop(op, dt);
-    ampc_scalar sa = a->scalars[1], sb = a->scalars[2];
-    int64_t n_out = ampc_numel(a->out[0]);
-    /* a one-element tensor operand becomes a scalar too (when the other one runs along the row) */
-    if (ta && tb && n_out > 1) {
-        if (ampc_numel(tb) == 1) {
-            sb = element_of(tb);
-            tb = NULL;
-        } else if (ampc_numel(ta) == 1) {
-            sa = element_of(ta);
-            ta = NULL;
-        }
-    }
-    int variant = (int)op;
-    double alpha = ampc_scalar_to_double(a->scalars[0]);
-    if (op == AMPC_OP_ADD && a->scalars[0].kind != AMPC_SCALAR_NONE && alpha != 1) variant = EW_ADD_ALPHA;
-    if (op == AMPC_OP_SUB && a->scalars[0].kind != AMPC_SCALAR_NONE && alpha != 1) variant = EW_SUB_ALPHA;
-    if (op == AMPC_OP_DIV && a->ints[0] == 1) variant = EW_DIV_TRUNC;
-    if (op == AMPC_OP_DIV && a->ints[0] == 2)
-        variant = (dt == AMPC_FLOAT16 || dt == AMPC_BFLOAT16) && tb ? EW_DIV_FLOOR_STEPWISE : EW_DIV_FLOOR;
-
+    if (!ampc_dtype_is_valid(dt)) return no_loop(op, form, dt);
     ew_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
+    ampc_ew_fill_params(dt, a, &ctx.params);
     int zero_division = 0;
-    ctx.zero_division = &zero_division;
-    set_param(&ctx, 0, dt, a->scalars[0].kind == AMPC_SCALAR_NONE ? ampc_scalar_int(1) : a->scalars[0]);
+    switch (dt) {
+    case AMPC_FLOAT64: ctx.params.d.error_word = &zero_division; break;
+    case AMPC_INT64: ctx.params.i64.error_word = &zero_division; break;
+    case AMPC_INT32: ctx.params.i32.error_word = &zero_division; break;
+    case AMPC_UINT8: ctx.params.u8.error_word = &zero_division; break;
+    case AMPC_BOOL: ctx.params.b8.error_word = &zero_division; break;
+    default: ctx.params.f.error_word = &zero_division; break;
+    }
 
     ampc_cpu_loop_fn fn = NULL;
-    const ampc_tensor *operand = NULL;
-    if (ta && tb) {
-        fn = loops[variant][dt][FORM_TENSOR];
-        const ampc_tensor *ins[2] = {ta, tb};
-        if (!fn) return no_loop(op, dt);
-        AMPC_TRY(run_loop(a->out[0], 2, ins, fn, &ctx));
+    if (ampc_ew_form_is_unary(form)) {
+        fn = loops[form][dt][FORM_TENSOR];
+        if (!fn) return no_loop(op, form, dt);
+        AMPC_TRY(run_loop(args->out[0], 1, &ta, fn, &ctx));
     } else {
-        if (tb == NULL) { /* x OP s */
-            operand = ta;
-            set_param(&ctx, 2, dt, sb);
-            if (op == AMPC_OP_POW) {
-                variant = pow_scalar_variant(dt, ampc_scalar_to_double(sb));
-                ctx.pow_exponent = ampc_scalar_to_double(sb);
-                fn = loops[variant][dt][FORM_TENSOR];
-            } else {
-                fn = loops[variant][dt][FORM_SCALAR_B];
+        ampc_scalar sa = a->scalar_a, sb = a->scalar_b;
+        /* a one-element tensor operand becomes a scalar too (when the other one runs along the row) */
+        if (ta && tb && ampc_numel(a->out) > 1) {
+            if (ampc_numel(tb) == 1) {
+                sb = element_of(tb);
+                tb = NULL;
+            } else if (ampc_numel(ta) == 1) {
+                sa = element_of(ta);
+                ta = NULL;
             }
-        } else { /* s OP x */
-            operand = tb;
-            set_param(&ctx, 2, dt, sa);
-            fn = loops[variant][dt][FORM_SCALAR_A];
-            int mirror = mirrored_variant(variant);
-            if (!fn && mirror >= 0) fn = loops[mirror][dt][FORM_SCALAR_B];
         }
-        if (!fn) return no_loop(op, dt);
-        AMPC_TRY(run_loop(a->out[0], 1, &operand, fn, &ctx));
+        if (ta && tb) {
+            fn = loops[form][dt][FORM_TENSOR];
+            const ampc_tensor *ins[2] = {ta, tb};
+            if (!fn) return no_loop(op, form, dt);
+            AMPC_TRY(run_loop(args->out[0], 2, ins, fn, &ctx));
+        } else {
+            const ampc_tensor *operand;
+            if (!tb) { /* x OP s */
+                operand = ta;
+                ampc_ew_scalar_as_opmath(dt, sb, ctx.scalar);
+                fn = loops[form][dt][FORM_SCALAR_B];
+            } else { /* s OP x */
+                operand = tb;
+                ampc_ew_scalar_as_opmath(dt, sa, ctx.scalar);
+                fn = loops[form][dt][FORM_SCALAR_A];
+                int mirror = mirrored_form(form);
+                if (!fn && mirror >= 0) fn = loops[mirror][dt][FORM_SCALAR_B];
+            }
+            if (!fn) return no_loop(op, form, dt);
+            AMPC_TRY(run_loop(args->out[0], 1, &operand, fn, &ctx));
+        }
     }
     if (zero_division) return ampc_set_error(AMPC_E_RUNTIME, "ZeroDivisionError");
     return AMPC_OK;
@@ -615,16 +435,17 @@ DEF_WHERE(16)
 DEF_WHERE(32)
 DEF_WHERE(64)
 
-static ampc_status cpu_where(ampc_op op, const ampc_kernel_args *a) {
-    AMPC_TRY(check_cpu(op, a));
-    ampc_tensor *out = a->out[0];
-    const ampc_tensor *cond = a->in[0], *x = a->in[1], *y = a->in[2];
-    if (!cond || cond->dtype != AMPC_BOOL)
-        return ampc_set_error(AMPC_E_RUNTIME, "where: the CPU kernel needs a bool condition tensor");
+static ampc_status cpu_where(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_where_args *a = ampc_args_where(args);
+    if (!a) return ampc_last_status();
+    ampc_tensor *out = a->out;
+    const ampc_tensor *cond = a->cond, *x = a->x, *y = a->y;
+    if (!cond || cond->dtype != AMPC_BOOL || cond->device.type != AMPC_CPU)
+        return ampc_set_error(AMPC_E_RUNTIME, "where: the CPU kernel needs a bool condition tensor on the CPU");
     where_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
-    if (!x) ampc_ew_scalar_as_element(out->dtype, a->scalars[2], ctx.a);
-    if (!y) ampc_ew_scalar_as_element(out->dtype, a->scalars[3], ctx.b);
+    if (!x) ampc_ew_scalar_as_element(out->dtype, a->x_scalar, ctx.a);
+    if (!y) ampc_ew_scalar_as_element(out->dtype, a->y_scalar, ctx.b);
     int size_index;
     switch (ampc_dtype_itemsize(out->dtype)) {
     case 1: size_index = 0; break;
@@ -651,22 +472,10 @@ static ampc_status cpu_where(ampc_op op, const ampc_kernel_args *a) {
 
 /* ------------------------------------------------------------------ registration */
 
-static ampc_status cpu_elementwise(ampc_op op, const ampc_kernel_args *a) {
-    switch (ampc_op_kind_of(op)) {
-    case AMPC_KIND_UNARY: return cpu_unary(op, a);
-    case AMPC_KIND_BINARY:
-    case AMPC_KIND_COMPARE: return cpu_binary(op, a);
-    case AMPC_KIND_TERNARY: return cpu_where(op, a);
-    default: return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: not an elementwise op", ampc_op_name(op));
-    }
-}
-
 void ampc_cpu_register_elementwise(void) {
     fill_loop_tables();
-    for (int op = 0; op < AMPC_NUM_OPS; op++) {
-        ampc_op_kind kind = ampc_op_kind_of((ampc_op)op);
-        if (kind == AMPC_KIND_UNARY || kind == AMPC_KIND_BINARY || kind == AMPC_KIND_COMPARE ||
-            kind == AMPC_KIND_TERNARY)
-            ampc_register_kernel(AMPC_CPU, (ampc_op)op, cpu_elementwise);
-    }
+    for (int op = 0; op < AMPC_NUM_OPS; op++)
+        if (ampc_op_schema((ampc_op)op) == ampc_schema_elementwise)
+            ampc_register_kernel(AMPC_CPU, (ampc_op)op, cpu_elementwise_kernel);
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_WHERE, cpu_where);
 }

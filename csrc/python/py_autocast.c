@@ -99,12 +99,14 @@ static PyObject *py_cache_size(PyObject *self, PyObject *unused) { return PyLong
 
 /* {name: policy} of the whole table, for tests and documentation. */
 static PyObject *py_policy_table(PyObject *self, PyObject *unused) {
-    static const char *const names[] = {"lower_precision_fp", "fp32", "fp32_set_opt_dtype", "promote", "banned"};
+    static const char *const names[] = {NULL, "lower_precision_fp", "fp32", "fp32_set_opt_dtype", "promote", "banned"};
     PyObject *d = PyDict_New();
     if (!d) return NULL;
-    for (int i = 0; i < AMPC_AC_NUM_OPS; i++) {
-        PyObject *v = PyUnicode_FromString(names[ampc_autocast_op_policy((ampc_autocast_op)i)]);
-        if (!v || PyDict_SetItemString(d, ampc_autocast_op_name((ampc_autocast_op)i), v) < 0) {
+    for (int i = 0; i < AMPC_NUM_OPS; i++) {
+        ampc_autocast_policy policy = ampc_op_autocast_policy((ampc_op)i);
+        if (policy == AMPC_AC_POLICY_NONE) continue;
+        PyObject *v = PyUnicode_FromString(names[policy]);
+        if (!v || PyDict_SetItemString(d, ampc_op_name((ampc_op)i), v) < 0) {
             Py_XDECREF(v);
             Py_DECREF(d);
             return NULL;

@@ -110,48 +110,78 @@ static PyObject *unary_inplace(ampc_op op, PyObject *self) {
     return return_self(self);
 }
 
-/* name, op: x.name(), x.name_(), ampc.name(input, *, out=None), ampc.name_(input) */
-#define UNARY_OPS(X)                                                                                \
-    X(neg, NEG) X(negative, NEG) X(abs, ABS) X(absolute, ABS) X(exp, EXP) X(log, LOG) X(sqrt, SQRT) \
-    X(rsqrt, RSQRT) X(reciprocal, RECIPROCAL) X(sigmoid, SIGMOID) X(tanh, TANH) X(relu, RELU)       \
-    X(sin, SIN) X(cos, COS) X(erf, ERF) X(sign, SIGN) X(floor, FLOOR) X(ceil, CEIL)                 \
-    X(logical_not, LOGICAL_NOT)
-/* without in-place forms */
-#define UNARY_PURE_OPS(X) X(isfinite, ISFINITE) X(isnan, ISNAN) X(isinf, ISINF)
+/* ---- generated from the BIND column of ops.def's elementwise rows (and its AMPC_ALIAS rows):
+ *   BIND_METHOD       x.name(), x.name_(), ampc.name(input, *, out=None), ampc.name_(input)
+ *   BIND_PURE_METHOD  x.name(), ampc.name(input, *, out=None)
+ *   BIND_FUNCTION     ampc.name(input, inplace=False), ampc.name_(input)
+ *   BIND_PARAMS2      ampc.name(input, n0=d0, n1=d1, inplace=False), ampc.name_(input, n0=d0, n1=d1)
+ * torch.nn.functional takes the BIND_FUNCTION and BIND_PARAMS2 ones from ampc._C by name. */
+#define APPLY(M, ...) M(__VA_ARGS__)
+#define BIND_METHOD METHOD, 0
+#define BIND_PURE_METHOD PURE_METHOD, 0
+#define BIND_FUNCTION FUNCTION, 0
+#define BIND_PARAMS2(n0, d0, n1, d1) PARAMS2, n0, d0, n1, d1
+#define BIND_CUSTOM CUSTOM, 0
+#define BIND_NONE NONE, 0
 
-#define DEF_UNARY_PURE(name, OP)                                                                    \
-    static PyObject *t_##name(PyObject *self, PyObject *unused) {                                   \
-        (void)unused;                                                                               \
-        return ampc_py_wrap(ampc_unary(AMPC_OP_##OP, T(self)));                                     \
-    }                                                                                               \
-    static PyObject *m_##name(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) { \
-        (void)m;                                                                                    \
-        return unary_function(AMPC_OP_##OP, #name, args, nargs, kw);                                \
-    }
-#define DEF_UNARY(name, OP)                                          \
-    DEF_UNARY_PURE(name, OP)                                         \
-    static PyObject *t_##name##_(PyObject *self, PyObject *unused) { \
-        (void)unused;                                                \
-        return unary_inplace(AMPC_OP_##OP, self);                    \
-    }                                                                \
-    static PyObject *m_##name##_(PyObject *m, PyObject *x) {         \
-        (void)m;                                                     \
-        if (!ampc_py_unwrap(x, #name "_", "input")) return NULL;     \
-        return unary_inplace(AMPC_OP_##OP, x);                       \
-    }
-UNARY_OPS(DEF_UNARY)
-UNARY_PURE_OPS(DEF_UNARY_PURE)
+static PyObject *t_unary_impl(ampc_op op, PyObject *self) { return ampc_py_wrap(ampc_unary(op, T(self))); }
+static PyObject *m_unary_inplace_impl(ampc_op op, const char *fname, PyObject *x) {
+    if (!ampc_py_unwrap(x, fname, "input")) return NULL;
+    return unary_inplace(op, x);
+}
 
-/* silu: a module function (torch.nn.functional.silu wraps it), in place too */
-static PyObject *m_silu(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
-    (void)m;
-    return unary_function(AMPC_OP_SILU, "silu", args, nargs, kw);
+/* fn(input, n0=d0, n1=d1, inplace=False) for rows with two float parameters (n_params 2) or none */
+static PyObject *params_function(ampc_op op, const char *fname, const char *n0, double d0, const char *n1, double d1,
+                                 int n_params, int force_inplace, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames) {
+    const char *names[4] = {"input", n0, n1, "inplace"};
+    if (n_params == 0) names[1] = "inplace";
+    const py_sig sig = {fname, names, 2 + n_params, 1 + n_params, 1};
+    PyObject *p[4] = {NULL, NULL, NULL, NULL};
+    if (parse_args(&sig, args, nargs, kwnames, p) < 0) return NULL;
+    ampc_tensor *x = ampc_py_unwrap(p[0], fname, "input");
+    if (!x) return NULL;
+    ampc_scalar v[2] = {ampc_scalar_float(d0), ampc_scalar_float(d1)};
+    for (int k = 0; k < n_params; k++)
+        if (given(p[1 + k]) && number_arg(p[1 + k], &v[k], fname, names[1 + k]) < 0) return NULL;
+    PyObject *inplace_arg = p[1 + n_params];
+    int inplace = force_inplace || (given(inplace_arg) && PyObject_IsTrue(inplace_arg) == 1);
+    if (inplace) {
+        if (ampc_py_check(ampc_elementwise_params_(op, x, v[0], v[1])) < 0) return NULL;
+        return return_self(p[0]);
+    }
+    return ampc_py_wrap(ampc_elementwise_params(op, x, NULL, v[0], v[1]));
 }
-static PyObject *m_silu_(PyObject *m, PyObject *x) {
-    (void)m;
-    if (!ampc_py_unwrap(x, "silu_", "input")) return NULL;
-    return unary_inplace(AMPC_OP_SILU, x);
-}
+
+#define GEN_METHOD(id, name, ...)                                                                  \
+    GEN_PURE_METHOD(id, name)                                                                      \
+    static PyObject *t_##id##_(PyObject *self, PyObject *unused) { return unary_inplace(AMPC_OP_##id, self); } \
+    static PyObject *m_##id##_(PyObject *m, PyObject *x) { return m_unary_inplace_impl(AMPC_OP_##id, name "_", x); }
+#define GEN_PURE_METHOD(id, name, ...)                                                             \
+    static PyObject *t_##id(PyObject *self, PyObject *unused) { return t_unary_impl(AMPC_OP_##id, self); } \
+    static PyObject *m_##id(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {  \
+        return unary_function(AMPC_OP_##id, name, args, nargs, kw);                                \
+    }
+#define GEN_FUNCTION(id, name, ...)                                                                \
+    static PyObject *m_##id(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {  \
+        return params_function(AMPC_OP_##id, name, NULL, 0, NULL, 0, 0, 0, args, nargs, kw);       \
+    }                                                                                              \
+    static PyObject *m_##id##_(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) { \
+        return params_function(AMPC_OP_##id, name "_", NULL, 0, NULL, 0, 0, 1, args, nargs, kw);   \
+    }
+#define GEN_PARAMS2(id, name, n0, d0, n1, d1)                                                      \
+    static PyObject *m_##id(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {  \
+        return params_function(AMPC_OP_##id, name, #n0, d0, #n1, d1, 2, 0, args, nargs, kw);       \
+    }                                                                                              \
+    static PyObject *m_##id##_(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) { \
+        return params_function(AMPC_OP_##id, name "_", #n0, d0, #n1, d1, 2, 1, args, nargs, kw);   \
+    }
+#define GEN_CUSTOM(id, name, ...)
+#define GEN_NONE(id, name, ...)
+#define GEN_BIND(id, name, kind, ...) GEN_##kind(id, name, __VA_ARGS__)
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) APPLY(GEN_BIND, id, name, bind)
+#include "../core/ops.def"
+#undef AMPC_EW_OP
 
 /* round(input, *, decimals=0) */
 static PyObject *round_impl(PyObject *x, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int method,
@@ -474,22 +504,6 @@ static PyObject *m_gelu(PyObject *m, PyObject *const *args, Py_ssize_t nargs, Py
     return ampc_py_wrap(ampc_gelu(x, tanh_approx));
 }
 
-/* softplus(input, beta=1, threshold=20) */
-static PyObject *m_softplus(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    (void)m;
-    static const char *const names[] = {"input", "beta", "threshold"};
-    const py_sig sig = {"softplus", names, 3, 3, 1};
-    PyObject *p[3];
-    if (parse_args(&sig, args, nargs, kwnames, p) < 0) return NULL;
-    ampc_tensor *x = ampc_py_unwrap(p[0], "softplus", "input");
-    if (!x) return NULL;
-    ampc_scalar beta = ampc_scalar_float(1.0), threshold = ampc_scalar_float(20.0);
-    if ((given(p[1]) && number_arg(p[1], &beta, "softplus", "beta") < 0) ||
-        (given(p[2]) && number_arg(p[2], &threshold, "softplus", "threshold") < 0))
-        return NULL;
-    return ampc_py_wrap(ampc_softplus(x, ampc_scalar_to_double(beta), ampc_scalar_to_double(threshold)));
-}
-
 /* square(input) = pow(input, 2) */
 static PyObject *square_of(PyObject *x) {
     ampc_tensor *t = ampc_py_unwrap(x, "square", "input");
@@ -682,20 +696,37 @@ PyObject *ampc_py_tensor_richcompare(PyObject *a, PyObject *b, int op) {
 #define FAST (METH_FASTCALL | METH_KEYWORDS)
 #define FN(f) ((PyCFunction)(void (*)(void))(f))
 
-#define T_UNARY_ENTRY(name, OP) {#name, t_##name, METH_NOARGS, NULL}, {#name "_", t_##name##_, METH_NOARGS, NULL},
-#define T_UNARY_PURE_ENTRY(name, OP) {#name, t_##name, METH_NOARGS, NULL},
+/* method-table entries of the generated bindings: T_* for Tensor, M_* for the module */
+#define T_ENTRY_METHOD(id, name, ...) {name, t_##id, METH_NOARGS, NULL}, {name "_", t_##id##_, METH_NOARGS, NULL},
+#define T_ENTRY_PURE_METHOD(id, name, ...) {name, t_##id, METH_NOARGS, NULL},
+#define T_ENTRY_FUNCTION(id, name, ...)
+#define T_ENTRY_PARAMS2(id, name, ...)
+#define T_ENTRY_CUSTOM(id, name, ...)
+#define T_ENTRY_NONE(id, name, ...)
+#define M_ENTRY_METHOD(id, name, ...) {name, FN(m_##id), FAST, NULL}, {name "_", m_##id##_, METH_O, NULL},
+#define M_ENTRY_PURE_METHOD(id, name, ...) {name, FN(m_##id), FAST, NULL},
+#define M_ENTRY_FUNCTION(id, name, ...) {name, FN(m_##id), FAST, NULL}, {name "_", FN(m_##id##_), FAST, NULL},
+#define M_ENTRY_PARAMS2(id, name, n0, d0, n1, d1) \
+    {name, FN(m_##id), FAST, name "(input, " #n0 "=" #d0 ", " #n1 "=" #d1 ")"}, {name "_", FN(m_##id##_), FAST, NULL},
+#define M_ENTRY_CUSTOM(id, name, ...)
+#define M_ENTRY_NONE(id, name, ...)
+#define T_ENTRY(id, name, kind, ...) T_ENTRY_##kind(id, name, __VA_ARGS__)
+#define M_ENTRY(id, name, kind, ...) M_ENTRY_##kind(id, name, __VA_ARGS__)
 #define T_INPLACE_Y(name) {#name "_", FN(t_##name##_), FAST, NULL},
 #define T_INPLACE_N(name)
 #define T_BINARY_ENTRY(name, OP, FLAGS, MODE, OTHER, INPL) {#name, FN(t_##name), FAST, NULL}, T_INPLACE_##INPL(name)
 #define T_CLAMP_ENTRY(name, which) {#name, FN(t_##name), FAST, NULL}, {#name "_", FN(t_##name##_), FAST, NULL},
 
-#define M_UNARY_ENTRY(name, OP) {#name, FN(m_##name), FAST, NULL}, {#name "_", m_##name##_, METH_O, NULL},
-#define M_UNARY_PURE_ENTRY(name, OP) {#name, FN(m_##name), FAST, NULL},
 #define M_BINARY_ENTRY(name, OP, FLAGS, MODE, OTHER, INPL) {#name, FN(m_##name), FAST, NULL},
 #define M_CLAMP_ENTRY(name, which) {#name, FN(m_##name), FAST, NULL}, {#name "_", FN(m_##name##_), FAST, NULL},
 
 PyMethodDef ampc_py_tensor_methods_elementwise[] = {
-    UNARY_OPS(T_UNARY_ENTRY) UNARY_PURE_OPS(T_UNARY_PURE_ENTRY) BINARY_OPS(T_BINARY_ENTRY) CLAMP_NAMES(T_CLAMP_ENTRY)
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) APPLY(T_ENTRY, id, name, bind)
+#define AMPC_ALIAS(id, alias) T_ENTRY_METHOD(id, alias)
+#include "../core/ops.def"
+#undef AMPC_EW_OP
+#undef AMPC_ALIAS
+    BINARY_OPS(T_BINARY_ENTRY) CLAMP_NAMES(T_CLAMP_ENTRY)
     {"round", FN(t_round), FAST, "round(decimals=0): half to even"},
     {"round_", FN(t_round_), FAST, NULL},
     {"where", FN(t_where), FAST, "where(condition, other): self where condition else other"},
@@ -705,13 +736,15 @@ PyMethodDef ampc_py_tensor_methods_elementwise[] = {
 };
 
 PyMethodDef ampc_py_module_methods_elementwise[] = {
-    UNARY_OPS(M_UNARY_ENTRY) UNARY_PURE_OPS(M_UNARY_PURE_ENTRY) BINARY_OPS(M_BINARY_ENTRY) CLAMP_NAMES(M_CLAMP_ENTRY)
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) APPLY(M_ENTRY, id, name, bind)
+#define AMPC_ALIAS(id, alias) M_ENTRY_METHOD(id, alias)
+#include "../core/ops.def"
+#undef AMPC_EW_OP
+#undef AMPC_ALIAS
+    BINARY_OPS(M_BINARY_ENTRY) CLAMP_NAMES(M_CLAMP_ENTRY)
     {"round", FN(m_round), FAST, "round(input, *, decimals=0): half to even"},
     {"where", FN(m_where), FAST, "where(condition, input, other)"},
     {"gelu", FN(m_gelu), FAST, "gelu(input, approximate='none'): 'none' (erf) or 'tanh'"},
-    {"silu", FN(m_silu), FAST, NULL},
-    {"silu_", m_silu_, METH_O, NULL},
-    {"softplus", FN(m_softplus), FAST, "softplus(input, beta=1, threshold=20)"},
     {"square", m_square, METH_O, NULL},
     {"bitwise_not", m_bitwise_not, METH_O, NULL},
     {"positive", m_positive, METH_O, NULL},

@@ -1,0 +1,103 @@
+/* elementwise_forms.h: the kernel forms of the elementwise ops, generated from ops.def, and the
+ * host-side conversion of a call's parameters that both backends share.
+ *
+ * A form is one loop a kernel can run: every AMPC_EW_OP row is a form of its own name, and the
+ * AMPC_EW_FORM rows add the variants a frontend picks from an op's parameters (add with alpha,
+ * div's rounding modes, x ** 2, ...). core/elementwise.c chooses the form of each call and
+ * puts it in ampc_elementwise_args.form; the CPU loop table (cpu_elementwise.c) and the CUDA
+ * functors (cuda_elementwise.cu) are generated from the same rows and call the same formulas
+ * (elementwise_math.h), so a form exists on every backend or fails to compile. */
+#ifndef AMPC_ELEMENTWISE_FORMS_H
+#define AMPC_ELEMENTWISE_FORMS_H
+
+#include "elementwise_math.h"
+#include "kernel_args.h"
+
+typedef enum ampc_ew_form {
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) AMPC_EW_FORM_##id,
+#define AMPC_EW_FORM(id, of, form, dtypes, stem) AMPC_EW_FORM_##id,
+#include "ops.def"
+#undef AMPC_EW_OP
+#undef AMPC_EW_FORM
+    AMPC_EW_NUM_FORMS
+} ampc_ew_form;
+
+/* The form of op's own row (AMPC_EW_NUM_FORMS for ops without one). */
+static inline ampc_ew_form ampc_ew_form_of_op(ampc_op op) {
+    static const ampc_ew_form forms[AMPC_NUM_OPS + 1] = {
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) [AMPC_OP_##id] = AMPC_EW_FORM_##id + 1,
+#include "ops.def"
+#undef AMPC_EW_OP
+    };
+    return (unsigned)op < AMPC_NUM_OPS && forms[op] ? (ampc_ew_form)(forms[op] - 1) : AMPC_EW_NUM_FORMS;
+}
+
+/* The form's shape: U unary, UB unary with bool out, B commutative binary, BNC binary, BB binary
+ * with bool out. */
+typedef enum ampc_ew_arity { AMPC_EW_U, AMPC_EW_UB, AMPC_EW_B, AMPC_EW_BNC, AMPC_EW_BB } ampc_ew_arity;
+
+static inline ampc_ew_arity ampc_ew_form_arity(ampc_ew_form f) {
+    static const ampc_ew_arity arity[AMPC_EW_NUM_FORMS] = {
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) AMPC_EW_##form,
+#define AMPC_EW_FORM(id, of, form, dtypes, stem) AMPC_EW_##form,
+#include "ops.def"
+#undef AMPC_EW_OP
+#undef AMPC_EW_FORM
+    };
+    return arity[f];
+}
+
+static inline bool ampc_ew_form_is_unary(ampc_ew_form f) {
+    return ampc_ew_form_arity(f) == AMPC_EW_U || ampc_ew_form_arity(f) == AMPC_EW_UB;
+}
+
+/* The form's name for messages: the op's ("add") or the variant's ID ("ADD_ALPHA"). */
+static inline const char *ampc_ew_form_name(ampc_ew_form f) {
+    static const char *const names[AMPC_EW_NUM_FORMS] = {
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) name,
+#define AMPC_EW_FORM(id, of, form, dtypes, stem) #id,
+#include "ops.def"
+#undef AMPC_EW_OP
+#undef AMPC_EW_FORM
+    };
+    return (unsigned)f < AMPC_EW_NUM_FORMS ? names[f] : "?";
+}
+
+/* A call's form parameters as ampc_ew_params_<s> of compute dtype `dt`, into dst (at least
+ * sizeof(ampc_ew_params_d) bytes; error_word left NULL for the backend to set). */
+static inline void ampc_ew_fill_params(ampc_dtype dt, const ampc_elementwise_args *a, void *dst) {
+    unsigned char p0[8] = {0}, p1[8] = {0};
+    ampc_ew_scalar_as_opmath(dt, a->p0, p0);
+    ampc_ew_scalar_as_opmath(dt, a->p1, p1);
+#define AMPC_EW_FILL(T, S)                      \
+    {                                           \
+        ampc_ew_params_##S p;                   \
+        memset(&p, 0, sizeof p);                \
+        memcpy(&p.p0, p0, sizeof p.p0);         \
+        memcpy(&p.p1, p1, sizeof p.p1);         \
+        p.exponent = a->exponent;               \
+        memcpy(dst, &p, sizeof p);              \
+        break;                                  \
+    }
+    switch (dt) {
+    case AMPC_FLOAT32: case AMPC_FLOAT16: case AMPC_BFLOAT16: AMPC_EW_FILL(float, f)
+    case AMPC_FLOAT64: AMPC_EW_FILL(double, d)
+    case AMPC_INT64: AMPC_EW_FILL(int64_t, i64)
+    case AMPC_INT32: AMPC_EW_FILL(int32_t, i32)
+    case AMPC_UINT8: AMPC_EW_FILL(uint8_t, u8)
+    default: AMPC_EW_FILL(bool, b8)
+    }
+#undef AMPC_EW_FILL
+}
+
+/* The stored form of a params struct, large enough for every ampc_ew_params_<s>. */
+typedef union ampc_ew_params_any {
+    ampc_ew_params_f f;
+    ampc_ew_params_d d;
+    ampc_ew_params_i64 i64;
+    ampc_ew_params_i32 i32;
+    ampc_ew_params_u8 u8;
+    ampc_ew_params_b8 b8;
+} ampc_ew_params_any;
+
+#endif

@@ -20,6 +20,7 @@ from copy import deepcopy
 from itertools import chain
 
 from .. import _C
+from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "required"]
 
@@ -34,26 +35,6 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 _LOW_PRECISION = (_C.float16, _C.bfloat16)
-
-
-class _RemovableHandle:
-    """The handle register_*_hook returns (torch.utils.hooks.RemovableHandle's interface)."""
-
-    _next_id = 0
-
-    def __init__(self, hooks_dict):
-        self._hooks = hooks_dict
-        self.id = _RemovableHandle._next_id
-        _RemovableHandle._next_id += 1
-
-    def remove(self):
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def _typename(obj):
@@ -166,7 +147,7 @@ class Optimizer:
     def _add_hook(hooks, hook, prepend=False):
         """What every register_*_hook does: file `hook` under a fresh handle in its ordered dict,
         first instead of last with prepend=True."""
-        handle = _RemovableHandle(hooks)
+        handle = RemovableHandle(hooks)
         hooks[handle.id] = hook
         if prepend:
             hooks.move_to_end(handle.id, last=False)

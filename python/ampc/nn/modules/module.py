@@ -7,12 +7,12 @@ orders match PyTorch's for the same model definition.
 """
 import functools
 import itertools
-import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from ... import _C
 from ...autograd import no_grad
+from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle"]
@@ -29,34 +29,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-class RemovableHandle:
-    """The handle a register_*_hook call returns: remove() takes the hook out again."""
-
-    _next_id = 0
-
-    def __init__(self, hooks_dict, *, extra_dict=None):
-        self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-        if extra_dict is None:
-            extra_dict = []
-        elif not isinstance(extra_dict, (list, tuple)):
-            extra_dict = [extra_dict]
-        self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
-
-    def remove(self):
-        for ref in (self.hooks_dict_ref,) + self.extra_dict_ref:
-            d = ref()
-            if d is not None and self.id in d:
-                del d[self.id]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def _typename(obj):

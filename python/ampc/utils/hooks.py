@@ -38,13 +38,16 @@ class RemovableHandle:
             if d is not None and self.id in d:
                 del d[self.id]
 
-    # Pickling keeps the dicts themselves (a weakref cannot be pickled), as torch's handle does.
+    # Pickling keeps the dicts themselves (a weakref cannot be pickled), as torch's handle does;
+    # unpickling moves the id counter past the restored id so new handles never reuse it.
     def __getstate__(self):
         return (self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref))
 
     def __setstate__(self, state):
-        hooks_dict, self.id, extra = state
+        hooks_dict, self.id = state[0], state[1]
         self.hooks_dict_ref = weakref.ref(OrderedDict() if hooks_dict is None else hooks_dict)
+        RemovableHandle.next_id = max(RemovableHandle.next_id, self.id + 1)
+        extra = state[2] if len(state) > 2 and state[2] is not None else ()
         self.extra_dict_ref = tuple(weakref.ref(OrderedDict() if d is None else d) for d in extra)
 
     def __enter__(self):

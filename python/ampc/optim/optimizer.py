@@ -20,6 +20,7 @@ from copy import deepcopy
 from itertools import chain
 
 from .. import _C
+from .._utils import _typename
 from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "required"]
@@ -35,14 +36,6 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 _LOW_PRECISION = (_C.float16, _C.bfloat16)
-
-
-def _typename(obj):
-    if isinstance(obj, _C.Tensor):
-        return "ampc.Tensor"
-    module = type(obj).__module__
-    name = type(obj).__qualname__
-    return name if module in (None, "builtins") else f"{module}.{name}"
 
 
 def _to_float(x):

@@ -11,6 +11,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from ... import _C
+from ..._utils import _typename
 from ...autograd import no_grad
 from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
@@ -29,14 +30,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-def _typename(obj):
-    if isinstance(obj, _C.Tensor):
-        return "ampc.Tensor"
-    cls = type(obj)
-    module = getattr(cls, "__module__", "")
-    return cls.__qualname__ if module in ("", "builtins", None) else f"{module}.{cls.__qualname__}"
 
 
 def _addindent(s, num_spaces):

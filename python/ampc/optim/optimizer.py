@@ -20,7 +20,7 @@ from copy import deepcopy
 from itertools import chain
 
 from .. import _C
-from .._utils import _typename
+from .._utils import _typename, _zero_grads
 from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "required"]
@@ -288,17 +288,7 @@ class Optimizer:
 
     # ------------------------------------------------------------------ grads and groups
     def zero_grad(self, set_to_none=True):
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    if set_to_none:
-                        p.grad = None
-                    else:
-                        if p.grad.grad_fn is not None:
-                            p.grad.detach_()
-                        else:
-                            p.grad.requires_grad_(False)
-                        p.grad.zero_()
+        _zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         raise NotImplementedError

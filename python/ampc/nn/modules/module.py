@@ -11,7 +11,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from ... import _C
-from ..._utils import _typename
+from ..._utils import _typename, _zero_grads
 from ...autograd import no_grad
 from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
@@ -366,17 +366,7 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                if p.grad.grad_fn is not None:
-                    p.grad.detach_()
-                else:
-                    p.grad.requires_grad_(False)
-                p.grad.zero_()
+        _zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         for module in self.children():

@@ -210,85 +210,84 @@ static PyTypeObject Node_Type = {
 
 /* ------------------------------------------------------------------ hooks */
 
+/* Tensor hooks are filed as torch files them: in an OrderedDict {handle.id: fn} that the returned
+ * ampc.utils.hooks.RemovableHandle refers to weakly. The core hook owns that dict (its ctx), so the
+ * dict lives exactly as long as the hook is registered, and handle.remove() just empties it: a
+ * hook whose dict is empty passes the gradient through. */
 static ampc_status py_hook_call(void *ctx, const ampc_tensor *grad, ampc_tensor **replacement) {
-    PyObject *g = wrap_borrowed(grad);
-    PyObject *r = g ? PyObject_CallOneArg((PyObject *)ctx, g) : NULL;
-    Py_XDECREF(g);
-    if (!r) return ampc_set_error(AMPC_E_RUNTIME, "hook raised an exception");
-    if (r != Py_None) {
+    PyObject *fns = PyDict_Values((PyObject *)ctx); /* a copy: a hook may remove itself */
+    PyObject *g = fns ? wrap_borrowed(grad) : NULL;
+    if (!g) {
+        Py_XDECREF(fns);
+        return ampc_set_error(AMPC_E_RUNTIME, "hook raised an exception");
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(fns); i++) {
+        PyObject *r = PyObject_CallOneArg(PyList_GET_ITEM(fns, i), g);
+        if (!r) {
+            Py_DECREF(g);
+            Py_DECREF(fns);
+            return ampc_set_error(AMPC_E_RUNTIME, "hook raised an exception");
+        }
+        if (r == Py_None) {
+            Py_DECREF(r);
+            continue;
+        }
         if (!AmpcTensor_Check(r)) {
             PyErr_Format(PyExc_TypeError, "hook must return None or a Tensor, not %s", Py_TYPE(r)->tp_name);
             Py_DECREF(r);
+            Py_DECREF(g);
+            Py_DECREF(fns);
             return ampc_set_error(AMPC_E_TYPE, "hook returned a wrong type");
         }
-        ampc_tensor_incref(SELF_T(r));
-        *replacement = SELF_T(r);
+        Py_SETREF(g, r); /* the next hook sees this one's result */
     }
-    Py_DECREF(r);
+    Py_DECREF(fns);
+    if (SELF_T(g) != grad) {
+        ampc_tensor_incref(SELF_T(g));
+        *replacement = SELF_T(g);
+    }
+    Py_DECREF(g);
     return AMPC_OK;
 }
 
 static void py_release(void *ctx) { Py_XDECREF((PyObject *)ctx); }
 
-typedef struct {
-    PyObject_HEAD
-    ampc_tensor *t; /* owned */
-    int64_t id;
-} HandleObject;
-
-static void handle_dealloc(PyObject *self) {
-    ampc_tensor_decref(((HandleObject *)self)->t);
-    PyObject_Free(self);
-}
-
-static PyObject *handle_remove(PyObject *self, PyObject *unused) {
-    HandleObject *h = (HandleObject *)self;
-    if (h->t) {
-        ampc_remove_hook(h->t, h->id);
-        ampc_tensor_decref(h->t);
-        h->t = NULL;
+/* A new reference to attribute `name` of module `mod`, looked up once. */
+static PyObject *module_attr(PyObject **cache, const char *mod, const char *name) {
+    if (!*cache) {
+        PyObject *m = PyImport_ImportModule(mod);
+        *cache = m ? PyObject_GetAttrString(m, name) : NULL;
+        Py_XDECREF(m);
     }
-    Py_RETURN_NONE;
+    return Py_XNewRef(*cache);
 }
-
-static PyObject *handle_enter(PyObject *self, PyObject *unused) { return Py_NewRef(self); }
-static PyObject *handle_exit(PyObject *self, PyObject *args) { return handle_remove(self, NULL); }
-
-static PyMethodDef handle_methods[] = {
-    {"remove", handle_remove, METH_NOARGS, "unregisters the hook"},
-    {"__enter__", handle_enter, METH_NOARGS, NULL},
-    {"__exit__", handle_exit, METH_VARARGS, NULL},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyTypeObject Handle_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "ampc._C.RemovableHandle",
-    .tp_basicsize = sizeof(HandleObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "what Tensor.register_hook returns: .remove() unregisters the hook",
-    .tp_dealloc = handle_dealloc,
-    .tp_methods = handle_methods,
-};
 
 static PyObject *t_register_hook(PyObject *self, PyObject *fn) {
+    static PyObject *ordered_dict, *removable_handle;
     if (!PyCallable_Check(fn)) {
         PyErr_Format(PyExc_TypeError, "register_hook(): hook must be callable, not %s", Py_TYPE(fn)->tp_name);
         return NULL;
     }
-    ampc_tensor *t = SELF_T(self);
-    Py_INCREF(fn);
-    int64_t id = ampc_register_hook(t, py_hook_call, fn, py_release);
-    if (id < 0) {
-        Py_DECREF(fn);
-        return raise_status();
+    PyObject *odict_type = module_attr(&ordered_dict, "collections", "OrderedDict");
+    PyObject *handle_type = odict_type ? module_attr(&removable_handle, "ampc.utils.hooks", "RemovableHandle") : NULL;
+    PyObject *hooks = handle_type ? PyObject_CallNoArgs(odict_type) : NULL;
+    PyObject *handle = hooks ? PyObject_CallOneArg(handle_type, hooks) : NULL;
+    PyObject *id = handle ? PyObject_GetAttrString(handle, "id") : NULL;
+    int ok = id && PyObject_SetItem(hooks, id, fn) == 0;
+    Py_XDECREF(id);
+    Py_XDECREF(odict_type);
+    Py_XDECREF(handle_type);
+    /* the core hook takes over the reference to `hooks` (released by py_release) */
+    if (ok && ampc_register_hook(SELF_T(self), py_hook_call, hooks, py_release) < 0) {
+        ok = 0;
+        raise_status();
     }
-    HandleObject *h = PyObject_New(HandleObject, &Handle_Type);
-    if (!h) return NULL;
-    ampc_tensor_incref(t);
-    h->t = t;
-    h->id = id;
-    return (PyObject *)h;
+    if (!ok) {
+        Py_XDECREF(hooks);
+        Py_XDECREF(handle);
+        return NULL;
+    }
+    return handle;
 }
 
 /* ------------------------------------------------------------------ backward */
@@ -783,7 +782,7 @@ PyMethodDef ampc_py_module_methods_autograd[] = {
 /* Called by module init once the Tensor type is ready: the autograd properties of Tensor and
  * the types of this file. */
 int ampc_py_init_autograd(PyObject *module) {
-    if (PyType_Ready(&Node_Type) < 0 || PyType_Ready(&Handle_Type) < 0) return -1;
+    if (PyType_Ready(&Node_Type) < 0) return -1;
     for (PyGetSetDef *g = autograd_getset; g->name; g++) {
         PyObject *d = PyDescr_NewGetSet(&AmpcTensor_Type, g);
         if (!d || PyDict_SetItemString(AmpcTensor_Type.tp_dict, g->name, d) < 0) {
@@ -794,6 +793,5 @@ int ampc_py_init_autograd(PyObject *module) {
     }
     PyType_Modified(&AmpcTensor_Type);
     if (PyModule_AddObjectRef(module, "_FunctionBase", (PyObject *)&Node_Type) < 0) return -1;
-    if (PyModule_AddObjectRef(module, "RemovableHandle", (PyObject *)&Handle_Type) < 0) return -1;
     return 0;
 }

@@ -49,7 +49,7 @@ int ampc_py_device(PyObject *obj, ampc_device dflt, ampc_device *out, const char
 PyObject *ampc_py_dtype_object(ampc_dtype dt);
 PyObject *ampc_py_device_object(ampc_device d);
 
-/* ---- factory keyword arguments (py_creation.c), shared by the creation and random factories ---- */
+/* ---- factory arguments (py_args.c), shared by the creation and random factories and Tensor.new_* ---- */
 typedef struct ampc_py_factory_kw {
     PyObject *dtype, *device, *size, *generator; /* borrowed; NULL when not given */
     int requires_grad;
@@ -63,6 +63,18 @@ int ampc_py_parse_factory_kw(PyObject *kwargs, const char *op, int takes_size, i
 /* kw's dtype (`dflt_dtype` when not given) and device (`dflt_dev` when not given). */
 int ampc_py_factory_dtype_device(const ampc_py_factory_kw *kw, const char *op, ampc_dtype dflt_dtype,
                                  ampc_device dflt_dev, ampc_dtype *dtype, ampc_device *device);
+/* Wraps a factory's new tensor (stolen; NULL raises the core's error), applying requires_grad
+ * with the core's check (floating dtypes only). */
+PyObject *ampc_py_factory_finish(ampc_tensor *t, int requires_grad);
+/* A size given as varargs (f(2, 3)), one sequence (f((2, 3))) or size= (`size_kw`, NULL when not
+ * given); the count of dims, or -1 with an exception naming `op` (wrong type, missing, given
+ * twice, negative dimension). */
+int ampc_py_size_args(PyObject *args, PyObject *size_kw, int64_t *shape, const char *op);
+/* One size object (an int or a sequence of ints), with the same checks; count or -1. */
+int ampc_py_size_arg(PyObject *obj, int64_t *shape, const char *op);
+/* RuntimeError "<op>(): Trying to create tensor with negative dimension -3: [2, -3]" when a
+ * dimension is negative; 0 or -1. */
+int ampc_py_check_sizes(int nd, const int64_t *shape, const char *op);
 
 /* ---- errors (py_errors.c) ---- */
 /* Raises the Python exception for the core's last status and message; returns NULL. */

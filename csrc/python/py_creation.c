@@ -5,91 +5,15 @@
 #include "py_internal.h"
 #include "py_numpy.h"
 
-#include <string.h>
-
 #define KW(...) static char *kwlist[] = {__VA_ARGS__, NULL}
 #define METHOD(name) (PyCFunction)(void (*)(void))(name)
 #define VA (METH_VARARGS | METH_KEYWORDS)
-
-/* ------------------------------------------------------------------ keyword arguments */
-
-/* The keyword arguments every factory takes (py_random.c's factories too, with generator=). */
-int ampc_py_parse_factory_kw(PyObject *kwargs, const char *op, int takes_size, int takes_generator,
-                             const char *const *skip, ampc_py_factory_kw *kw) {
-    memset(kw, 0, sizeof *kw);
-    if (!kwargs) return 0;
-    PyObject *k, *v;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(kwargs, &pos, &k, &v)) {
-        const char *name = PyUnicode_AsUTF8(k);
-        if (!name) return -1;
-        int skipped = 0;
-        for (int i = 0; skip && skip[i]; i++) skipped |= !strcmp(name, skip[i]);
-        if (skipped) continue;
-        if (!strcmp(name, "dtype")) kw->dtype = v;
-        else if (!strcmp(name, "device")) kw->device = v;
-        else if (!strcmp(name, "generator") && takes_generator) kw->generator = v;
-        else if (!strcmp(name, "size") && takes_size) kw->size = v;
-        else if (!strcmp(name, "requires_grad")) {
-            if ((kw->requires_grad = PyObject_IsTrue(v)) < 0) return -1;
-        } else if (!strcmp(name, "out")) {
-            if (v != Py_None) {
-                PyErr_Format(PyExc_NotImplementedError, "%s(): out= is not supported by ampc", op);
-                return -1;
-            }
-        } else if (strcmp(name, "layout") && strcmp(name, "pin_memory") && strcmp(name, "memory_format")) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", op, name);
-            return -1;
-        }
-    }
-    return 0;
-}
 
 /* The creation factories take no generator; full() reads its fill_value itself. */
 static const char *const full_kw[] = {"fill_value", NULL};
 static int parse_factory_kwargs(PyObject *kwargs, const char *op, int takes_size, ampc_py_factory_kw *kw) {
     return ampc_py_parse_factory_kw(kwargs, op, takes_size, 0, takes_size == 2 ? full_kw : NULL, kw);
 }
-
-int ampc_py_factory_dtype_device(const ampc_py_factory_kw *kw, const char *op, ampc_dtype dflt_dtype,
-                                 ampc_device dflt_dev, ampc_dtype *dtype, ampc_device *device) {
-    if (ampc_py_dtype(kw->dtype, dtype, op) < 0) return -1;
-    if (*dtype == AMPC_DTYPE_UNDEFINED) *dtype = dflt_dtype;
-    return ampc_py_device(kw->device, dflt_dev, device, op);
-}
-/* Wraps the factory's result, applying requires_grad. */
-static PyObject *finish(ampc_tensor *t, int requires_grad) {
-    if (!t) return ampc_py_raise();
-    if (requires_grad && ampc_py_set_requires_grad(t, 1) < 0) {
-        ampc_tensor_decref(t);
-        return NULL;
-    }
-    return ampc_py_wrap(t);
-}
-
-int ampc_py_size_args(PyObject *args, PyObject *size_kw, int64_t *shape, const char *op) {
-    PyObject *src = args;
-    if (size_kw) {
-        if (PyTuple_GET_SIZE(args)) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument 'size'", op);
-            return -1;
-        }
-        src = size_kw;
-    } else if (PyTuple_GET_SIZE(args) == 0) {
-        PyErr_Format(PyExc_TypeError, "%s() missing 1 required positional argument: 'size'", op);
-        return -1;
-    }
-    int nd = ampc_py_int_list(src, shape, AMPC_MAX_DIMS, op, "size");
-    for (int i = 0; i < nd; i++)
-        if (shape[i] < 0) {
-            char buf[200];
-            PyErr_Format(PyExc_RuntimeError, "%s(): Trying to create tensor with negative dimension %lld: %s", op,
-                         (long long)shape[i], ampc_shape_str(nd, shape, buf, sizeof buf));
-            return -1;
-        }
-    return nd;
-}
-
 static PyObject *py_tensor(PyObject *unused, PyObject *args, PyObject *kwargs) {
     ampc_py_factory_kw kw;
     PyObject *data;
@@ -184,7 +108,7 @@ static PyObject *sized_factory(PyObject *args, PyObject *kwargs, const char *op,
     int nd = ampc_py_size_args(size_args, kw.size, shape, op);
     Py_DECREF(size_args);
     if (nd < 0 || ampc_py_factory_dtype_device(&kw, op, dflt, ampc_cpu_device(), &dtype, &device) < 0) return NULL;
-    return finish(make_filled(nd, shape, fill, value, dtype, device), kw.requires_grad);
+    return ampc_py_factory_finish(make_filled(nd, shape, fill, value, dtype, device), kw.requires_grad);
 }
 
 static PyObject *py_empty(PyObject *u, PyObject *a, PyObject *k) { return sized_factory(a, k, "empty", FILL_NONE); }
@@ -220,7 +144,7 @@ static PyObject *like_factory(PyObject *args, PyObject *kwargs, const char *op, 
     ampc_dtype dtype;
     ampc_device device;
     if (ampc_py_factory_dtype_device(&kw, op, t->dtype, t->device, &dtype, &device) < 0) return NULL;
-    return finish(make_filled(t->ndim, t->shape, fill, value, dtype, device), kw.requires_grad);
+    return ampc_py_factory_finish(make_filled(t->ndim, t->shape, fill, value, dtype, device), kw.requires_grad);
 }
 
 static PyObject *py_empty_like(PyObject *u, PyObject *a, PyObject *k) { return like_factory(a, k, "empty_like", FILL_NONE); }
@@ -288,7 +212,7 @@ static PyObject *py_arange(PyObject *unused, PyObject *args, PyObject *kwargs) {
     if (ampc_py_factory_dtype_device(&kw, "arange", any_float ? ampc_get_default_dtype() : AMPC_INT64, ampc_cpu_device(), &dtype,
                    &device) < 0)
         return NULL;
-    return finish(ampc_arange(ampc_scalar_to_double(start), ampc_scalar_to_double(end), ampc_scalar_to_double(step),
+    return ampc_py_factory_finish(ampc_arange(ampc_scalar_to_double(start), ampc_scalar_to_double(end), ampc_scalar_to_double(step),
                               dtype, device),
                   kw.requires_grad);
 }
@@ -315,7 +239,7 @@ static PyObject *py_linspace(PyObject *unused, PyObject *args, PyObject *kwargs)
     ampc_device device;
     if (kw.requires_grad < 0 || ampc_py_factory_dtype_device(&kw, "linspace", ampc_get_default_dtype(), ampc_cpu_device(), &dtype, &device) < 0)
         return NULL;
-    return finish(ampc_linspace(ampc_scalar_to_double(start), ampc_scalar_to_double(end), steps, dtype, device),
+    return ampc_py_factory_finish(ampc_linspace(ampc_scalar_to_double(start), ampc_scalar_to_double(end), steps, dtype, device),
                   kw.requires_grad);
 }
 
@@ -342,7 +266,7 @@ static PyObject *py_eye(PyObject *unused, PyObject *args, PyObject *kwargs) {
     ampc_device device;
     if (kw.requires_grad < 0 || ampc_py_factory_dtype_device(&kw, "eye", ampc_get_default_dtype(), ampc_cpu_device(), &dtype, &device) < 0)
         return NULL;
-    return finish(ampc_eye(nm[0], nm[1], dtype, device), kw.requires_grad);
+    return ampc_py_factory_finish(ampc_eye(nm[0], nm[1], dtype, device), kw.requires_grad);
 }
 
 /* ------------------------------------------------------------------ dtype queries */

@@ -42,8 +42,6 @@ ampc_tensor *ampc_py_tensor_from_ndarray(PyObject *data, ampc_dtype dtype, ampc_
 /* py_creation.c */
 /* Sets requires_grad with PyTorch's check (floating dtypes only); 0 or -1. */
 int ampc_py_set_requires_grad(ampc_tensor *t, int flag);
-/* Parses a size given as varargs (f(2, 3)), one sequence (f((2, 3))) or size=...; count or -1. */
-int ampc_py_size_args(PyObject *args, PyObject *size_kw, int64_t *shape, const char *op);
 
 /* py_convert.c: NumPy and DLPack. */
 extern PyMethodDef ampc_py_tensor_methods_convert[];

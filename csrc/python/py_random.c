@@ -8,8 +8,6 @@
  * kernels never know the difference. Passing the default generator is the same as passing none. */
 #include "py_common.h"
 
-#include <string.h>
-
 #include "core/autograd.h"
 
 #define KW(...) static char *kwlist[] = {__VA_ARGS__, NULL}
@@ -98,18 +96,15 @@ static int parse_kw(PyObject *kwargs, const char *op, int takes_size, const char
     return ampc_py_parse_factory_kw(kwargs, op, takes_size, 1, skip, kw);
 }
 
-/* Applies requires_grad and wraps; steals t. */
+/* Applies requires_grad and wraps; steals t. The random factories fail with PyTorch's factory
+ * wording here, ahead of the core's (requires_grad_'s) wording in ampc_py_factory_finish. */
 static PyObject *finish(ampc_tensor *t, int requires_grad) {
-    if (!t) return ampc_py_raise();
-    if (requires_grad) {
-        if (!ampc_dtype_is_floating(t->dtype)) {
-            ampc_tensor_decref(t);
-            PyErr_SetString(PyExc_RuntimeError, "Only Tensors of floating point and complex dtype can require gradients");
-            return NULL;
-        }
-        t->requires_grad = true;
+    if (t && requires_grad && !ampc_dtype_is_floating(t->dtype)) {
+        ampc_tensor_decref(t);
+        PyErr_SetString(PyExc_RuntimeError, "Only Tensors of floating point and complex dtype can require gradients");
+        return NULL;
     }
-    return ampc_py_wrap(t);
+    return ampc_py_factory_finish(t, requires_grad);
 }
 
 static int parse_i64(PyObject *o, int64_t *out, const char *op, const char *arg) {
@@ -194,22 +189,6 @@ static ampc_status fill_random(ampc_tensor *t, const void *c) {
 static ampc_status fill_bernoulli(ampc_tensor *t, const void *c) { return ampc_bernoulli_(t, *(const double *)c); }
 static ampc_status fill_bernoulli_p(ampc_tensor *t, const void *c) {
     return ampc_bernoulli_p_(t, (const ampc_tensor *)c);
-}
-
-/* Size from varargs f(2, 3), one sequence f((2, 3)) or size=. */
-static int size_of(PyObject *args, PyObject *size_kw, int64_t *shape, const char *op) {
-    PyObject *src = args;
-    if (size_kw) {
-        if (PyTuple_GET_SIZE(args)) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument 'size'", op);
-            return -1;
-        }
-        src = size_kw;
-    } else if (PyTuple_GET_SIZE(args) == 0) {
-        PyErr_Format(PyExc_TypeError, "%s() missing 1 required positional argument: 'size'", op);
-        return -1;
-    }
-    return ampc_py_int_list(src, shape, AMPC_MAX_DIMS, op, "size");
 }
 
 /* ------------------------------------------------------------------ seeds and state */
@@ -302,7 +281,7 @@ static PyObject *rand_common(PyObject *args, PyObject *kwargs, const char *op, f
     ampc_py_factory_kw kw;
     if (parse_kw(kwargs, op, 1, NULL, &kw) < 0) return NULL;
     int64_t shape[AMPC_MAX_DIMS];
-    int nd = size_of(args, kw.size, shape, op);
+    int nd = ampc_py_size_args(args, kw.size, shape, op);
     if (nd < 0) return NULL;
     ampc_dtype dt;
     ampc_device dev;
@@ -401,7 +380,7 @@ static PyObject *py_randint(PyObject *m, PyObject *args, PyObject *kwargs) {
         size_o = PyTuple_GET_ITEM(args, n - 1);
     }
     int64_t shape[AMPC_MAX_DIMS];
-    int nd = ampc_py_int_list(size_o, shape, AMPC_MAX_DIMS, op, "size");
+    int nd = ampc_py_size_arg(size_o, shape, op);
     if (nd < 0) return NULL;
     ampc_dtype dt;
     ampc_device dev;
@@ -503,7 +482,7 @@ static PyObject *py_normal(PyObject *m, PyObject *args, PyObject *kwargs) {
         two_doubles p;
         if (parse_double(mean, &p.a, op, "mean") < 0 || parse_double(std, &p.b, op, "std") < 0) return NULL;
         int64_t shape[AMPC_MAX_DIMS];
-        int nd = ampc_py_int_list(size, shape, AMPC_MAX_DIMS, op, "size");
+        int nd = ampc_py_size_arg(size, shape, op);
         if (nd < 0) return NULL;
         ampc_dtype dt;
         ampc_device dev;

@@ -12,16 +12,6 @@
 
 #include <string.h>
 
-/* Wraps the result, applying requires_grad. */
-static PyObject *finish(ampc_tensor *t, int requires_grad) {
-    if (!t) return ampc_py_raise();
-    if (requires_grad && ampc_py_set_requires_grad(t, 1) < 0) {
-        ampc_tensor_decref(t);
-        return NULL;
-    }
-    return ampc_py_wrap(t);
-}
-
 typedef struct data_info {
     int ndim;
     int64_t shape[AMPC_MAX_DIMS];
@@ -224,5 +214,5 @@ PyObject *ampc_py_tensor_from_data(PyObject *data, ampc_dtype dtype, ampc_device
         t = tensor_from_sequence(data, dtype, device);
     }
     if (!t) return NULL;
-    return finish(t, requires_grad);
+    return ampc_py_factory_finish(t, requires_grad);
 }

@@ -424,21 +424,13 @@ static int parse_new_args(PyObject *self, PyObject *args, PyObject *kwargs, cons
     return *requires_grad < 0 ? -1 : 0;
 }
 
-static PyObject *finish_new(ampc_tensor *t, int requires_grad) {
-    if (t && requires_grad && ampc_py_set_requires_grad(t, 1) < 0) {
-        ampc_tensor_decref(t);
-        return NULL;
-    }
-    return ampc_py_wrap(t);
-}
-
 static PyObject *t_new_empty(PyObject *self, PyObject *args, PyObject *kwargs) {
     int64_t shape[AMPC_MAX_DIMS];
     int nd, rg;
     ampc_dtype dt;
     ampc_device dev;
     if (parse_new_args(self, args, kwargs, "new_empty", 0, shape, &nd, NULL, &dt, &dev, &rg) < 0) return NULL;
-    return finish_new(ampc_empty(nd, shape, dt, dev), rg);
+    return ampc_py_factory_finish(ampc_empty(nd, shape, dt, dev), rg);
 }
 
 static PyObject *t_new_zeros(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -447,7 +439,7 @@ static PyObject *t_new_zeros(PyObject *self, PyObject *args, PyObject *kwargs) {
     ampc_dtype dt;
     ampc_device dev;
     if (parse_new_args(self, args, kwargs, "new_zeros", 0, shape, &nd, NULL, &dt, &dev, &rg) < 0) return NULL;
-    return finish_new(ampc_zeros(nd, shape, dt, dev), rg);
+    return ampc_py_factory_finish(ampc_zeros(nd, shape, dt, dev), rg);
 }
 
 static PyObject *t_new_ones(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -456,7 +448,7 @@ static PyObject *t_new_ones(PyObject *self, PyObject *args, PyObject *kwargs) {
     ampc_dtype dt;
     ampc_device dev;
     if (parse_new_args(self, args, kwargs, "new_ones", 0, shape, &nd, NULL, &dt, &dev, &rg) < 0) return NULL;
-    return finish_new(ampc_full(nd, shape, ampc_scalar_int(1), dt, dev), rg);
+    return ampc_py_factory_finish(ampc_full(nd, shape, ampc_scalar_int(1), dt, dev), rg);
 }
 
 static PyObject *t_new_full(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -468,7 +460,7 @@ static PyObject *t_new_full(PyObject *self, PyObject *args, PyObject *kwargs) {
     ampc_scalar s;
     if (parse_new_args(self, args, kwargs, "new_full", 1, shape, &nd, &fill, &dt, &dev, &rg) < 0) return NULL;
     if (ampc_py_scalar(fill, &s, "new_full", "fill_value") < 0) return NULL;
-    return finish_new(ampc_full(nd, shape, s, dt, dev), rg);
+    return ampc_py_factory_finish(ampc_full(nd, shape, s, dt, dev), rg);
 }
 
 static PyObject *t_new_tensor(PyObject *self, PyObject *args, PyObject *kwargs) {

@@ -20,6 +20,8 @@ from copy import deepcopy
 from itertools import chain
 
 from .. import _C
+from .._utils import _typename, _zero_grads
+from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "required"]
 
@@ -34,34 +36,6 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 _LOW_PRECISION = (_C.float16, _C.bfloat16)
-
-
-class _RemovableHandle:
-    """The handle register_*_hook returns (torch.utils.hooks.RemovableHandle's interface)."""
-
-    _next_id = 0
-
-    def __init__(self, hooks_dict):
-        self._hooks = hooks_dict
-        self.id = _RemovableHandle._next_id
-        _RemovableHandle._next_id += 1
-
-    def remove(self):
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
-def _typename(obj):
-    if isinstance(obj, _C.Tensor):
-        return "ampc.Tensor"
-    module = type(obj).__module__
-    name = type(obj).__qualname__
-    return name if module in (None, "builtins") else f"{module}.{name}"
 
 
 def _to_float(x):
@@ -166,7 +140,7 @@ class Optimizer:
     def _add_hook(hooks, hook, prepend=False):
         """What every register_*_hook does: file `hook` under a fresh handle in its ordered dict,
         first instead of last with prepend=True."""
-        handle = _RemovableHandle(hooks)
+        handle = RemovableHandle(hooks)
         hooks[handle.id] = hook
         if prepend:
             hooks.move_to_end(handle.id, last=False)
@@ -314,17 +288,7 @@ class Optimizer:
 
     # ------------------------------------------------------------------ grads and groups
     def zero_grad(self, set_to_none=True):
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    if set_to_none:
-                        p.grad = None
-                    else:
-                        if p.grad.grad_fn is not None:
-                            p.grad.detach_()
-                        else:
-                            p.grad.requires_grad_(False)
-                        p.grad.zero_()
+        _zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         raise NotImplementedError

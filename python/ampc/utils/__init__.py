@@ -1,2 +1,3 @@
-"""ampc.utils: torch.utils's data-loading part (ampc.utils.data)."""
-from . import data  # noqa: F401
+"""ampc.utils: torch.utils's data-loading part (ampc.utils.data) and the hook handle
+(ampc.utils.hooks.RemovableHandle)."""
+from . import data, hooks  # noqa: F401

@@ -3,25 +3,21 @@ import functools
 import warnings
 
 from ...amp import autocast_mode as _autocast_mode
-from ...amp import grad_scaler as _grad_scaler
+from ...amp._legacy import LegacyAutocast as _LegacyAutocast
+from ...amp._legacy import LegacyGradScaler as _LegacyGradScaler
 from ... import _C
 
 
-class autocast(_autocast_mode.autocast):
+class autocast(_LegacyAutocast):
     """torch.cuda.amp.autocast(enabled=True, dtype=float16, cache_enabled=True)."""
 
-    def __init__(self, enabled=True, dtype=None, cache_enabled=True):
-        super().__init__("cuda", enabled=enabled, dtype=_C.float16 if dtype is None else dtype,
-                         cache_enabled=cache_enabled)
+    _legacy_device_type, _legacy_dtype = "cuda", _C.float16
 
 
-class GradScaler(_grad_scaler.GradScaler):
+class GradScaler(_LegacyGradScaler):
     """torch.cuda.amp.GradScaler(init_scale, growth_factor, backoff_factor, growth_interval, enabled)."""
 
-    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
-                 enabled=True, **kwargs):
-        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
-                         backoff_factor=backoff_factor, growth_interval=growth_interval, enabled=enabled, **kwargs)
+    _legacy_device_type = "cuda"
 
 
 custom_fwd = functools.partial(_autocast_mode.custom_fwd, device_type="cuda")

@@ -7,12 +7,13 @@ orders match PyTorch's for the same model definition.
 """
 import functools
 import itertools
-import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from ... import _C
+from ..._utils import _typename, _zero_grads
 from ...autograd import no_grad
+from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle"]
@@ -29,42 +30,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-class RemovableHandle:
-    """The handle a register_*_hook call returns: remove() takes the hook out again."""
-
-    _next_id = 0
-
-    def __init__(self, hooks_dict, *, extra_dict=None):
-        self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-        if extra_dict is None:
-            extra_dict = []
-        elif not isinstance(extra_dict, (list, tuple)):
-            extra_dict = [extra_dict]
-        self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
-
-    def remove(self):
-        for ref in (self.hooks_dict_ref,) + self.extra_dict_ref:
-            d = ref()
-            if d is not None and self.id in d:
-                del d[self.id]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
-def _typename(obj):
-    if isinstance(obj, _C.Tensor):
-        return "ampc.Tensor"
-    cls = type(obj)
-    module = getattr(cls, "__module__", "")
-    return cls.__qualname__ if module in ("", "builtins", None) else f"{module}.{cls.__qualname__}"
 
 
 def _addindent(s, num_spaces):
@@ -401,17 +366,7 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                if p.grad.grad_fn is not None:
-                    p.grad.detach_()
-                else:
-                    p.grad.requires_grad_(False)
-                p.grad.zero_()
+        _zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         for module in self.children():

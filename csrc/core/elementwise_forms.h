@@ -24,12 +24,13 @@ typedef enum ampc_ew_form {
 
 /* The form of op's own row (AMPC_EW_NUM_FORMS for ops without one). */
 static inline ampc_ew_form ampc_ew_form_of_op(ampc_op op) {
-    static const ampc_ew_form forms[AMPC_NUM_OPS + 1] = {
-#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) [AMPC_OP_##id] = AMPC_EW_FORM_##id + 1,
+    switch (op) {
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) \
+    case AMPC_OP_##id: return AMPC_EW_FORM_##id;
 #include "ops.def"
 #undef AMPC_EW_OP
-    };
-    return (unsigned)op < AMPC_NUM_OPS && forms[op] ? (ampc_ew_form)(forms[op] - 1) : AMPC_EW_NUM_FORMS;
+    default: return AMPC_EW_NUM_FORMS;
+    }
 }
 
 /* The form's shape: U unary, UB unary with bool out, B commutative binary, BNC binary, BB binary
@@ -49,6 +50,11 @@ static inline ampc_ew_arity ampc_ew_form_arity(ampc_ew_form f) {
 
 static inline bool ampc_ew_form_is_unary(ampc_ew_form f) {
     return ampc_ew_form_arity(f) == AMPC_EW_U || ampc_ew_form_arity(f) == AMPC_EW_UB;
+}
+
+/* Integer division and remainder forms, whose loops report a zero divisor. */
+static inline bool ampc_ew_form_checks_divisor(ampc_ew_form f) {
+    return f == AMPC_EW_FORM_DIV_TRUNC || f == AMPC_EW_FORM_DIV_FLOOR || f == AMPC_EW_FORM_REMAINDER;
 }
 
 /* The form's name for messages: the op's ("add") or the variant's ID ("ADD_ALPHA"). */

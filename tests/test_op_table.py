@@ -1,0 +1,310 @@
+"""The op table's tripwires (csrc/core/ops.def): every row has its kernels on every backend, a
+gradient decision that the engine honours, an autocast decision, and a case here that runs it.
+
+A row that lacks one fails a test named for what is missing, with the op in the message:
+- test_every_row_has_a_case: add a case to CASES below (a public call that runs the row's kernel);
+- test_every_row_has_its_kernels: register the kernel in csrc/cpu or csrc/cuda (or mark the row
+  NONE in ops.def if it is composed of other ops);
+- test_cases_run_every_kernel: the case must reach the row's kernel (internal kernels through the
+  public op that uses them, backward kernels with backward=True);
+- test_gradient_rows_record_their_node: a GRAD("Node") row's case must produce that grad_fn.
+Values are checked against torch (the oracle) where it is importable.
+"""
+import numpy as np
+import pytest
+
+import ampc
+
+try:
+    import torch
+except ImportError:  # the tripwires do not need the oracle
+    torch = None
+
+TABLE = {row["name"]: row for row in ampc._C._op_table()}
+CUDA_BUILD = any(row["cuda_kernel"] for row in TABLE.values())
+
+
+def arr(shape=(3, 4), low=-2.0, high=2.0, seed=0):
+    return np.random.default_rng(seed).uniform(low, high, shape).astype(np.float32)
+
+
+def T(M, dev, shape=(3, 4), low=-2.0, high=2.0, seed=0, grad=False, dtype=None):
+    t = M.tensor(arr(shape, low, high, seed), device=dev)
+    if dtype is not None:
+        t = t.to(dtype=dtype)
+    return t.requires_grad_() if grad else t
+
+
+def I(M, dev, values):
+    return M.tensor(values, device=dev)
+
+
+def F(M):
+    return M.nn.functional
+
+
+def opt_step(M, dev, name, **kw):
+    p = M.nn.Parameter(T(M, dev, grad=False))
+    p.grad = T(M, dev, seed=1)
+    opt = getattr(M.optim, name)([p], lr=0.1, **kw)
+    opt.step()
+    return p.detach()
+
+
+# name -> (fn(M, dev) -> output tensor(s), run backward on the first output)
+CASES = {
+    "neg": (lambda M, d: M.neg(T(M, d, grad=True)), True),
+    "abs": (lambda M, d: M.abs(T(M, d, grad=True)), True),
+    "exp": (lambda M, d: M.exp(T(M, d, grad=True)), True),
+    "log": (lambda M, d: M.log(T(M, d, low=0.5, grad=True)), True),
+    "sqrt": (lambda M, d: M.sqrt(T(M, d, low=0.5, grad=True)), True),
+    "rsqrt": (lambda M, d: M.rsqrt(T(M, d, low=0.5, grad=True)), True),
+    "reciprocal": (lambda M, d: M.reciprocal(T(M, d, low=0.5, grad=True)), True),
+    "sigmoid": (lambda M, d: M.sigmoid(T(M, d, grad=True)), True),
+    "tanh": (lambda M, d: M.tanh(T(M, d, grad=True)), True),
+    "relu": (lambda M, d: M.relu(T(M, d, grad=True)), True),
+    "gelu": (lambda M, d: F(M).gelu(T(M, d, grad=True), approximate="tanh"), True),
+    "silu": (lambda M, d: F(M).silu(T(M, d, grad=True)), True),
+    "softplus": (lambda M, d: F(M).softplus(T(M, d, grad=True), beta=2.0, threshold=3.0), True),
+    "sin": (lambda M, d: M.sin(T(M, d, grad=True)), True),
+    "cos": (lambda M, d: M.cos(T(M, d, grad=True)), True),
+    "erf": (lambda M, d: M.erf(T(M, d, grad=True)), True),
+    "sign": (lambda M, d: M.sign(T(M, d, grad=True)), True),
+    "floor": (lambda M, d: M.floor(T(M, d, grad=True)), True),
+    "ceil": (lambda M, d: M.ceil(T(M, d, grad=True)), True),
+    "round": (lambda M, d: M.round(T(M, d, grad=True)), True),
+    "logical_not": (lambda M, d: M.logical_not(T(M, d)), False),
+    "isfinite": (lambda M, d: M.isfinite(T(M, d)), False),
+    "isnan": (lambda M, d: M.isnan(T(M, d)), False),
+    "isinf": (lambda M, d: M.isinf(T(M, d)), False),
+    "clamp": (lambda M, d: M.clamp(T(M, d, grad=True), -0.5, 0.5), True),
+    "add": (lambda M, d: M.add(T(M, d, grad=True), T(M, d, seed=1)), True),
+    "sub": (lambda M, d: M.sub(T(M, d, grad=True), T(M, d, seed=1)), True),
+    "mul": (lambda M, d: M.mul(T(M, d, grad=True), T(M, d, seed=1)), True),
+    "div": (lambda M, d: M.div(T(M, d, grad=True), T(M, d, low=0.5, seed=1)), True),
+    "remainder": (lambda M, d: M.remainder(T(M, d, grad=True), T(M, d, low=0.5, seed=1)), True),
+    "pow": (lambda M, d: M.pow(T(M, d, low=0.5, grad=True), T(M, d, seed=1)), True),
+    "maximum": (lambda M, d: M.maximum(T(M, d, grad=True), T(M, d, seed=1)), True),
+    "minimum": (lambda M, d: M.minimum(T(M, d, grad=True), T(M, d, seed=1)), True),
+    "atan2": (lambda M, d: M.atan2(T(M, d, grad=True), T(M, d, seed=1)), True),
+    "logical_and": (lambda M, d: M.logical_and(T(M, d), T(M, d, seed=1)), False),
+    "logical_or": (lambda M, d: M.logical_or(T(M, d), T(M, d, seed=1)), False),
+    "bitwise_and": (lambda M, d: M.bitwise_and(I(M, d, [1, 6, 7]), I(M, d, [3, 3, 2])), False),
+    "bitwise_or": (lambda M, d: M.bitwise_or(I(M, d, [1, 6, 7]), I(M, d, [3, 3, 2])), False),
+    "bitwise_xor": (lambda M, d: M.bitwise_xor(I(M, d, [1, 6, 7]), I(M, d, [3, 3, 2])), False),
+    "eq": (lambda M, d: M.eq(T(M, d).round(), T(M, d, seed=1).round()), False),
+    "ne": (lambda M, d: M.ne(T(M, d).round(), T(M, d, seed=1).round()), False),
+    "lt": (lambda M, d: M.lt(T(M, d), T(M, d, seed=1)), False),
+    "le": (lambda M, d: M.le(T(M, d), T(M, d, seed=1)), False),
+    "gt": (lambda M, d: M.gt(T(M, d), T(M, d, seed=1)), False),
+    "ge": (lambda M, d: M.ge(T(M, d), T(M, d, seed=1)), False),
+    "where": (lambda M, d: M.where(T(M, d) > 0, T(M, d, seed=1, grad=True), T(M, d, seed=2)), True),
+    "copy_": (lambda M, d: M.zeros(3, 4, device=d).copy_(T(M, d, grad=True)), True),
+    "fill_": (lambda M, d: (T(M, d, grad=True) * 1).fill_(2.0), True),
+    "sum": (lambda M, d: T(M, d, grad=True).sum(1), True),
+    "mean": (lambda M, d: T(M, d, grad=True).mean(1), True),
+    "prod": (lambda M, d: T(M, d, grad=True).prod(1), True),
+    "amax": (lambda M, d: M.amax(T(M, d, grad=True), 1), True),
+    "amin": (lambda M, d: M.amin(T(M, d, grad=True), 1), True),
+    "max": (lambda M, d: T(M, d, grad=True).max(1)[0], True),
+    "min": (lambda M, d: T(M, d, grad=True).min(1)[0], True),
+    "argmax": (lambda M, d: T(M, d).argmax(1), False),
+    "argmin": (lambda M, d: T(M, d).argmin(1), False),
+    "var": (lambda M, d: T(M, d, grad=True).var(1), True),
+    "std": (lambda M, d: T(M, d, grad=True).std(1), True),
+    "norm": (lambda M, d: T(M, d, grad=True).norm(dim=1), True),
+    "logsumexp": (lambda M, d: T(M, d, grad=True).logsumexp(1), True),
+    "any": (lambda M, d: (T(M, d) > 1).any(1), False),
+    "all": (lambda M, d: (T(M, d) > -1).all(1), False),
+    "cumsum": (lambda M, d: T(M, d, grad=True).cumsum(1), True),
+    "gemm": (lambda M, d: M.mm(T(M, d, grad=True), T(M, d, (4, 2), seed=1)), True),
+    "mm": (lambda M, d: M.mm(T(M, d, grad=True), T(M, d, (4, 2), seed=1)), True),
+    "mv": (lambda M, d: M.mv(T(M, d, grad=True), T(M, d, (4,), seed=1)), True),
+    "bmm": (lambda M, d: M.bmm(T(M, d, (2, 3, 4), grad=True), T(M, d, (2, 4, 2), seed=1)), True),
+    "dot": (lambda M, d: M.dot(T(M, d, (4,), grad=True), T(M, d, (4,), seed=1)), True),
+    "matmul": (lambda M, d: M.matmul(T(M, d, grad=True), T(M, d, (4, 2), seed=1)), True),
+    "addmm": (lambda M, d: M.addmm(T(M, d, (3, 2), seed=2), T(M, d, grad=True), T(M, d, (4, 2), seed=1)), True),
+    "baddbmm": (lambda M, d: M.baddbmm(T(M, d, (2, 3, 2), seed=2), T(M, d, (2, 3, 4), grad=True),
+                                       T(M, d, (2, 4, 2), seed=1)), True),
+    "einsum": (lambda M, d: M.einsum("bij,bjk->bik", T(M, d, (2, 3, 4), grad=True), T(M, d, (2, 4, 2), seed=1)), True),
+    "linear": (lambda M, d: F(M).linear(T(M, d, grad=True), T(M, d, (2, 4), seed=1), T(M, d, (2,), seed=2)), True),
+    "index_select": (lambda M, d: T(M, d, grad=True).index_select(1, I(M, d, [0, 2])), True),
+    "gather": (lambda M, d: T(M, d, grad=True).gather(1, I(M, d, [[0], [1], [3]])), True),
+    "scatter_add": (lambda M, d: M.zeros(3, 4, device=d).scatter_add(1, I(M, d, [[0], [1], [3]]),
+                                                                        T(M, d, (3, 1), grad=True)), True),
+    "index_add": (lambda M, d: M.zeros(3, 4, device=d).index_add(1, I(M, d, [0, 2]), T(M, d, (3, 2), grad=True)), True),
+    "index_put": (lambda M, d: M.zeros(3, 4, device=d).index_put((I(M, d, [0, 2]),), T(M, d, (2, 4), grad=True)), True),
+    "masked_fill": (lambda M, d: T(M, d, grad=True).masked_fill(T(M, d, seed=1) > 0, 0.0), True),
+    "nonzero": (lambda M, d: (T(M, d) > 0).nonzero(), False),
+    "cat": (lambda M, d: M.cat([T(M, d, grad=True), T(M, d, seed=1)], 0), True),
+    "stack": (lambda M, d: M.stack([T(M, d, grad=True), T(M, d, seed=1)], 0), True),
+    "index": (lambda M, d: T(M, d, grad=True)[I(M, d, [0, 2]), I(M, d, [1, 3])], True),
+    "uniform_": (lambda M, d: M.empty(3, 4, device=d).uniform_(-1, 1).abs() <= 1, False),
+    "normal_": (lambda M, d: M.empty(3, 4, device=d).normal_().isfinite(), False),
+    "random_": (lambda M, d: M.randint(0, 5, (3, 4), device=d) < 5, False),
+    "bernoulli_": (lambda M, d: M.empty(3, 4, device=d).bernoulli_(0.5) <= 1, False),
+    "arange": (lambda M, d: M.arange(5, device=d), False),
+    "_amp_foreach_non_finite_check_and_unscale_": (
+        lambda M, d: M.amp.GradScaler(d, init_scale=4.0).scale(T(M, d)), False),
+    "_amp_update_scale_": (lambda M, d: _scaler_round_trip(M, d), False),
+    "conv1d": (lambda M, d: F(M).conv1d(T(M, d, (2, 3, 8), grad=True), T(M, d, (4, 3, 3), seed=1)), True),
+    "conv2d": (lambda M, d: F(M).conv2d(T(M, d, (2, 3, 6, 6), grad=True), T(M, d, (4, 3, 3, 3), seed=1)), True),
+    "im2col": (lambda M, d: F(M).conv2d(T(M, d, (2, 3, 6, 6), grad=True), T(M, d, (4, 3, 3, 3), seed=1)), True),
+    "col2im": (lambda M, d: F(M).conv2d(T(M, d, (2, 3, 6, 6), grad=True), T(M, d, (4, 3, 3, 3), seed=1)), True),
+    "max_pool2d": (lambda M, d: F(M).max_pool2d(T(M, d, (2, 3, 6, 6), grad=True), 2), True),
+    "max_pool2d_backward": (lambda M, d: F(M).max_pool2d(T(M, d, (2, 3, 6, 6), grad=True), 2), True),
+    "avg_pool2d": (lambda M, d: F(M).avg_pool2d(T(M, d, (2, 3, 6, 6), grad=True), 2), True),
+    "avg_pool2d_backward": (lambda M, d: F(M).avg_pool2d(T(M, d, (2, 3, 6, 6), grad=True), 2), True),
+    "adaptive_avg_pool2d": (lambda M, d: F(M).adaptive_avg_pool2d(T(M, d, (2, 3, 6, 6), grad=True), 2), True),
+    "adaptive_avg_pool2d_backward": (lambda M, d: F(M).adaptive_avg_pool2d(T(M, d, (2, 3, 6, 6), grad=True), 2), True),
+    "batch_norm_stats": (lambda M, d: _batch_norm(M, d), True),
+    "batch_norm_apply": (lambda M, d: _batch_norm(M, d), True),
+    "batch_norm_backward": (lambda M, d: _batch_norm(M, d), True),
+    "layer_norm": (lambda M, d: F(M).layer_norm(T(M, d, grad=True), (4,)), True),
+    "layer_norm_backward": (lambda M, d: F(M).layer_norm(T(M, d, grad=True), (4,)), True),
+    "group_norm": (lambda M, d: F(M).group_norm(T(M, d, (2, 4, 5), grad=True), 2), True),
+    "group_norm_backward": (lambda M, d: F(M).group_norm(T(M, d, (2, 4, 5), grad=True), 2), True),
+    "embedding": (lambda M, d: F(M).embedding(I(M, d, [0, 2, 1]), T(M, d, grad=True)), True),
+    "embedding_backward": (lambda M, d: F(M).embedding(I(M, d, [0, 2, 1]), T(M, d, grad=True)), True),
+    "dropout": (lambda M, d: F(M).dropout(T(M, d, grad=True), 0.5).isfinite(), False),
+    "masked_scale": (lambda M, d: F(M).dropout(T(M, d, grad=True), 0.5), True),
+    "softmax": (lambda M, d: F(M).softmax(T(M, d, grad=True), 1), True),
+    "log_softmax": (lambda M, d: F(M).log_softmax(T(M, d, grad=True), 1), True),
+    "softmax_backward": (lambda M, d: F(M).softmax(T(M, d, grad=True), 1), True),
+    "log_softmax_backward": (lambda M, d: F(M).log_softmax(T(M, d, grad=True), 1), True),
+    "scaled_dot_product_attention": (lambda M, d: _sdpa(M, d), True),
+    "attn_softmax": (lambda M, d: _sdpa(M, d), True),
+    "cross_entropy": (lambda M, d: F(M).cross_entropy(T(M, d, grad=True), I(M, d, [0, 3, 1])), True),
+    "cross_entropy_backward": (lambda M, d: F(M).cross_entropy(T(M, d, grad=True), I(M, d, [0, 3, 1])), True),
+    "nll_loss": (lambda M, d: F(M).nll_loss(T(M, d, grad=True), I(M, d, [0, 3, 1])), True),
+    "nll_loss_backward": (lambda M, d: F(M).nll_loss(T(M, d, grad=True), I(M, d, [0, 3, 1])), True),
+    "mse_loss": (lambda M, d: F(M).mse_loss(T(M, d, grad=True), T(M, d, seed=1)), True),
+    "l1_loss": (lambda M, d: F(M).l1_loss(T(M, d, grad=True), T(M, d, seed=1)), True),
+    "smooth_l1_loss": (lambda M, d: F(M).smooth_l1_loss(T(M, d, grad=True), T(M, d, seed=1)), True),
+    "binary_cross_entropy": (lambda M, d: F(M).binary_cross_entropy(T(M, d, low=0.1, high=0.9, grad=True),
+                                                                    T(M, d, low=0, high=1, seed=1)), True),
+    "binary_cross_entropy_with_logits": (
+        lambda M, d: F(M).binary_cross_entropy_with_logits(T(M, d, grad=True), T(M, d, low=0, high=1, seed=1)), True),
+    "mse_loss_backward": (lambda M, d: F(M).mse_loss(T(M, d, grad=True), T(M, d, seed=1)), True),
+    "l1_loss_backward": (lambda M, d: F(M).l1_loss(T(M, d, grad=True), T(M, d, seed=1)), True),
+    "smooth_l1_loss_backward": (lambda M, d: F(M).smooth_l1_loss(T(M, d, grad=True), T(M, d, seed=1)), True),
+    "binary_cross_entropy_backward": (
+        lambda M, d: F(M).binary_cross_entropy(T(M, d, low=0.1, high=0.9, grad=True), T(M, d, low=0, high=1, seed=1)),
+        True),
+    "binary_cross_entropy_with_logits_backward": (
+        lambda M, d: F(M).binary_cross_entropy_with_logits(T(M, d, grad=True), T(M, d, low=0, high=1, seed=1)), True),
+    "_multi_tensor_norm": (lambda M, d: _clip(M, d), False),
+    "_multi_tensor_scale_": (lambda M, d: _clip(M, d), False),
+    "_fused_sgd_": (lambda M, d: opt_step(M, d, "SGD", momentum=0.9), False),
+    "_fused_adam_": (lambda M, d: opt_step(M, d, "Adam"), False),
+    "_fused_adadelta_": (lambda M, d: opt_step(M, d, "Adadelta"), False),
+    "_fused_rmsprop_": (lambda M, d: opt_step(M, d, "RMSprop"), False),
+    "_fused_adagrad_": (lambda M, d: opt_step(M, d, "Adagrad"), False),
+}
+
+
+def _scaler_round_trip(M, d):
+    p = M.nn.Parameter(T(M, d))
+    opt = M.optim.SGD([p], lr=0.1)
+    scaler = M.amp.GradScaler(d, init_scale=4.0)
+    scaler.scale((p * p).sum()).backward()
+    scaler.step(opt)
+    scaler.update()
+    return p.detach()
+
+
+def _batch_norm(M, d):
+    x = T(M, d, (4, 3, 5), grad=True)
+    return F(M).batch_norm(x, M.zeros(3, device=d), M.ones(3, device=d), training=True)
+
+
+def _sdpa(M, d):
+    q = T(M, d, (1, 2, 4, 8), grad=True)
+    return F(M).scaled_dot_product_attention(q, T(M, d, (1, 2, 4, 8), seed=1), T(M, d, (1, 2, 4, 8), seed=2),
+                                             is_causal=True)
+
+
+def _clip(M, d):
+    p = M.nn.Parameter(T(M, d))
+    p.grad = T(M, d, seed=1) * 10
+    return M.nn.utils.clip_grad_norm_([p], 1.0)
+
+
+def devices():
+    yield "cpu"
+    if ampc.cuda.is_available():
+        yield "cuda"
+
+
+def run_case(name, dev):
+    fn, backward = CASES[name]
+    out = fn(ampc, dev)
+    first = out[0] if isinstance(out, (tuple, list)) else out
+    if backward:
+        first.float().sum().backward()
+    return first
+
+
+def test_every_row_has_a_case():
+    missing = sorted(set(TABLE) - set(CASES))
+    extra = sorted(set(CASES) - set(TABLE))
+    assert not missing, "ops.def rows without a case in tests/test_op_table.py CASES: %s" % missing
+    assert not extra, "CASES entries naming no ops.def row: %s" % extra
+
+
+def test_every_row_has_its_kernels():
+    for name, row in TABLE.items():
+        if not row["kernels_required"]:
+            assert not row["cpu_kernel"] and not row["cuda_kernel"], (
+                "%s: marked NONE (composed) in ops.def but a backend registers a kernel for it" % name)
+            continue
+        assert row["cpu_kernel"], "%s: no CPU kernel registered (csrc/cpu)" % name
+        if CUDA_BUILD:
+            assert row["cuda_kernel"], "%s: no CUDA kernel registered (csrc/cuda)" % name
+
+
+def test_every_row_has_its_decisions():
+    for name, row in TABLE.items():
+        assert row["autocast"] in ("none", "lower_precision_fp", "fp32", "fp32_set_opt_dtype", "promote", "banned")
+        assert row["grad"] in ("rule", "none", "internal"), name
+        assert (row["grad"] == "rule") == (row["grad_node"] is not None), name
+
+
+@pytest.mark.parametrize("dev", list(devices()))
+def test_cases_run_every_kernel(dev):
+    before = ampc._C._dispatch_counts()
+    for name in TABLE:
+        if TABLE[name]["kernels_required"]:
+            key = (dev, name)
+            start = ampc._C._dispatch_counts().get(key, 0)
+            run_case(name, dev)
+            assert ampc._C._dispatch_counts().get(key, 0) > start, (
+                "the case of %s in tests/test_op_table.py never ran its %s kernel" % (name, dev))
+    assert ampc._C._dispatch_counts() != before
+
+
+@pytest.mark.parametrize("name", sorted(n for n, r in TABLE.items() if r["grad"] == "rule"))
+def test_gradient_rows_record_their_node(name):
+    fn, backward = CASES[name]
+    assert backward, "%s is differentiable (GRAD in ops.def): its case must run backward" % name
+    out = fn(ampc, "cpu")
+    first = out[0] if isinstance(out, (tuple, list)) else out
+    assert first.grad_fn is not None, "%s: the case's output has no grad_fn" % name
+    assert type(first.grad_fn).__name__ == TABLE[name]["grad_node"] or first.grad_fn.name() == TABLE[name][
+        "grad_node"], "%s: node %s, ops.def says %s" % (name, first.grad_fn.name(), TABLE[name]["grad_node"])
+
+
+@pytest.mark.skipif(torch is None, reason="needs the torch oracle")
+@pytest.mark.parametrize("name", sorted(n for n, r in TABLE.items() if not n.startswith("_") and r["grad"] != "internal"
+                                        and n not in ("uniform_", "normal_", "random_", "bernoulli_", "dropout")))
+def test_case_values_match_torch(name):
+    fn, backward = CASES[name]
+    got = fn(ampc, "cpu")
+    want = fn(torch, "cpu")
+    got = got[0] if isinstance(got, (tuple, list)) else got
+    want = want[0] if isinstance(want, (tuple, list)) else want
+    np.testing.assert_allclose(np.asarray(got.detach().cpu().float().numpy() if got.dtype.is_floating_point
+                                          else got.detach().cpu().numpy(), dtype=np.float64),
+                               np.asarray(want.detach().float().numpy() if want.dtype.is_floating_point
+                                          else want.detach().numpy(), dtype=np.float64),
+                               rtol=1e-4, atol=1e-5, err_msg=name)

@@ -5,6 +5,7 @@ test-backend-ops: one helper, every op, every backend).
   making tensors    random_array, tensor, make, dev_copy, from_torch, copy_torch_weights
   reading tensors   host (float64 copy), host_exact (ints and bools kept exact)
   comparing         check_close, close, close_max_scaled, assert_allclose
+  mixed precision   assert_step_and_update_make_no_host_reads
   CPU against CUDA  run_on_cpu_and_cuda + check_runs, seeded_on_cpu_and_cuda
   ampc against torch  check_op (one call: forward values, dtypes and gradients), ampc_and_torch
 
@@ -182,6 +183,20 @@ def assert_allclose(got, want, rtol, atol, what=""):
     g, w = _native(got), _native(want)
     assert g.shape == w.shape, (what, g.shape, w.shape)
     np.testing.assert_allclose(g, w, atol=atol, rtol=rtol, err_msg=what)
+
+
+# ---------------------------------------------------------------- mixed precision
+
+
+def assert_step_and_update_make_no_host_reads(scaler, optimizer, separate_unscale):
+    """scaler.step + scaler.update (after an explicit unscale_ when asked) read nothing back from
+    the device: the found-inf flag stays on the device, as in PyTorch's sync-free scaler."""
+    before = ampc._C._host_read_count()
+    if separate_unscale:
+        scaler.unscale_(optimizer)
+    scaler.step(optimizer)
+    scaler.update()
+    assert ampc._C._host_read_count() == before, "step + update read the device"
 
 
 # ---------------------------------------------------------------- the CPU backend against CUDA

@@ -15,6 +15,7 @@ import pytest
 import ampc
 from ampc import _C
 from ampc.amp import GradScaler
+from helpers import assert_step_and_update_make_no_host_reads, dev_copy, host
 
 FLOAT_DTYPES = ["float32", "float16", "bfloat16"]
 SIZES = [0, 1, 1000, (1 << 20) + 7]
@@ -22,11 +23,6 @@ SIZES = [0, 1, 1000, (1 << 20) + 7]
 
 def dt(name):
     return getattr(ampc, name)
-
-
-def host(t):
-    """Values as float64 NumPy (fp16/bf16 widen exactly)."""
-    return t.detach().cpu().double().numpy()
 
 
 def same_values(a, b):
@@ -46,12 +42,6 @@ def make(rng, shape, dtype, scale=1.0):
     x = (rng.standard_normal(shape) * scale).astype(np.float32)
     t = ampc.tensor(x).to(dt(dtype))
     return t
-
-
-def dev_copy(t, device):
-    """An independent copy of t on `device` (in the CPU dry run `.to("cpu")` would alias t, and
-    the in-place ops under test would then run twice on one tensor)."""
-    return t.to(device) if device != "cpu" else t.clone()
 
 
 def pair(t, cuda):
@@ -365,12 +355,7 @@ def test_step_and_update_make_no_host_reads(device, opt_name, separate_unscale):
         if i == 2:
             with ampc.no_grad():
                 list(model.parameters())[2].grad.fill_(math.inf)
-        before = _C._host_read_count()
-        if separate_unscale:
-            scaler.unscale_(opt)
-        scaler.step(opt)
-        scaler.update()
-        assert _C._host_read_count() == before, "step + update read the device"
+        assert_step_and_update_make_no_host_reads(scaler, opt, separate_unscale)
     assert scaler.get_scale() == 2.0 ** 16 * 2 * 0.5  # growth after steps 0-1, backoff at 2
 
 

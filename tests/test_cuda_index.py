@@ -14,9 +14,9 @@ import pytest
 
 import ampc
 import ampc.nn.functional as F
+from helpers import FLOATS, host
 
 DTYPES = [ampc.float32, ampc.float16, ampc.bfloat16, ampc.float64, ampc.int64, ampc.int32, ampc.uint8, ampc.bool]
-FLOATS = [ampc.float32, ampc.float16, ampc.bfloat16, ampc.float64]
 NP_OF = {ampc.float32: np.float32, ampc.float16: np.float16, ampc.bfloat16: ml_dtypes.bfloat16,
          ampc.float64: np.float64, ampc.int64: np.int64, ampc.int32: np.int32, ampc.uint8: np.uint8,
          ampc.bool: np.bool_}
@@ -43,14 +43,6 @@ def sample(shape, dtype, seed=0, small=False):
 
 def index(values, dtype=ampc.int64):
     return ampc.tensor(np.asarray(values, dtype=np.int64), dtype=dtype)
-
-
-def host(t):
-    """float64 NumPy copy of a tensor on any device."""
-    t = t.detach().cpu()
-    if t.dtype == ampc.bfloat16:
-        t = t.float()
-    return np.asarray(t.numpy(), dtype=np.float64)
 
 
 def check_same(got, want, tol=0.0):

@@ -18,7 +18,7 @@ import pytest
 
 import ampc
 import ampc.nn.functional as F
-from cuda_compare import check_close, host, tensor
+from helpers import check_close, host, tensor
 
 # relative tolerance of a result stored in this dtype (two ulps of fp16/bf16: the GPU's fp32
 # result may round the other way than the CPU's double one)

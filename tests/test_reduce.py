@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import ampc
+from helpers import host_exact
 
 RNG_SEED = 1234
 
@@ -48,20 +49,11 @@ def make(shape, dtype="float32", layout="contiguous", low=-2.0, high=2.0, seed=0
     assert tuple(t.shape) == tuple(shape)
     if layout != "contiguous" and t.numel() > 1:
         assert not t.is_contiguous()
-    return t, values(t)
-
-
-def values(t):
-    """float64 NumPy copy of a tensor's values (bool and ints exactly)."""
-    if t.dtype in (ampc.bool,):
-        return t.numpy().copy()
-    if t.dtype in (ampc.int64, ampc.int32, ampc.uint8):
-        return t.numpy().astype(np.int64)
-    return t.double().numpy().copy()
+    return t, host_exact(t)
 
 
 def to_torch(t):
-    return torch.from_numpy(values(t)).to(getattr(torch, str(t.dtype).split(".")[-1]))
+    return torch.from_numpy(host_exact(t)).to(getattr(torch, str(t.dtype).split(".")[-1]))
 
 
 def np_axis(dim, ndim):
@@ -73,7 +65,7 @@ def np_axis(dim, ndim):
 def check_close(got, ref, dtype, scale=None):
     """got (ampc tensor) against a float64 reference, allowing one rounding to `dtype` (and a
     cancellation allowance relative to `scale`, the size of the summands)."""
-    got_v = values(got)
+    got_v = host_exact(got)
     ref = np.asarray(ref, dtype=np.float64)
     assert got_v.shape == ref.shape, (got_v.shape, ref.shape)
     rtol = ROUND_RTOL[dtype]
@@ -126,7 +118,7 @@ def test_float_dtypes_round_once(dtype, dim):
         assert got.dtype == t.dtype
         check_close(got, ref, dtype, scale=np.max(np.abs(x)))
         want = getattr(tt, name)(**kw).double().numpy()  # torch accumulates fp32 in fp32
-        np.testing.assert_allclose(values(got), want, rtol=2 * ROUND_RTOL[dtype],
+        np.testing.assert_allclose(host_exact(got), want, rtol=2 * ROUND_RTOL[dtype],
                                    atol=ROUND_RTOL[dtype] * math.sqrt(x.size) * np.max(np.abs(x)))
 
 
@@ -143,8 +135,8 @@ def test_integer_and_bool_inputs(dtype):
     np.testing.assert_array_equal(p.numpy(), np.prod(x.astype(np.int64), axis=1))
     mx = t.amax(1)
     assert mx.dtype == t.dtype
-    np.testing.assert_array_equal(values(mx), np.max(x, axis=1))
-    np.testing.assert_array_equal(values(t.amin(0)), np.min(x, axis=0))
+    np.testing.assert_array_equal(host_exact(mx), np.max(x, axis=1))
+    np.testing.assert_array_equal(host_exact(t.amin(0)), np.min(x, axis=0))
     assert t.cumsum(0).dtype == ampc.int64
     np.testing.assert_array_equal(t.cumsum(0).numpy(), np.cumsum(x.astype(np.int64), axis=0))
 
@@ -170,7 +162,7 @@ def test_sum_dtype_argument():
     assert m.dtype == ampc.float64 and m.item() == 2.0
     assert ampc.tensor([1, 0], dtype=ampc.int64).sum(dtype=ampc.bool).item() is True
     h = t.half().sum(dtype=ampc.float32)  # widened in the kernel, no rounding of a cast
-    np.testing.assert_allclose(h.item(), np.sum(values(t.half())), rtol=2e-7)
+    np.testing.assert_allclose(h.item(), np.sum(host_exact(t.half())), rtol=2e-7)
     assert t.prod(dtype=ampc.float64).dtype == ampc.float64
 
 
@@ -195,14 +187,14 @@ def test_max_min_dim_and_arg(dtype, dim, layout):
     for fn, npv, npi in [("max", np.max, np.argmax), ("min", np.min, np.argmin)]:
         r = getattr(t, fn)(dim)
         assert r.values.dtype == t.dtype and r.indices.dtype == ampc.int64
-        np.testing.assert_array_equal(values(r.values), npv(x, axis=dim))
+        np.testing.assert_array_equal(host_exact(r.values), npv(x, axis=dim))
         np.testing.assert_array_equal(r.indices.numpy(), npi(x, axis=dim))
         v, i = getattr(ampc, fn)(t, dim, keepdim=True)
         assert tuple(v.shape) == tuple(npv(x, axis=dim, keepdims=True).shape)
         np.testing.assert_array_equal(i.numpy(), np.expand_dims(npi(x, axis=dim), dim))
         np.testing.assert_array_equal(getattr(t, "arg" + fn)(dim).numpy(), npi(x, axis=dim))
         assert getattr(t, "arg" + fn)().item() == npi(x)  # flat index over the logical order
-        assert values(getattr(t, fn)()) == npv(x)
+        assert host_exact(getattr(t, fn)()) == npv(x)
 
 
 def test_ties_pick_first_occurrence():
@@ -297,13 +289,13 @@ def test_var_low_precision_and_large_mean(dtype):
     g = rng()
     x = (g.standard_normal((64, 300)) + (1e3 if dtype in ("float16", "bfloat16") else 1e6)).astype(np.float32)
     t = ampc.from_numpy(x).to(getattr(ampc, dtype))
-    xv = values(t)
+    xv = host_exact(t)
     for dim in (0, 1):  # across rows (Welford) and along rows (two passes)
         got = t.var(dim)
         ref = np.var(xv, axis=dim, ddof=1)
         check_close(got, ref, dtype)
         # torch's float64 Welford loses ~1e-10 to the 1e6 offset; ours is shifted and exact
-        np.testing.assert_allclose(values(got), to_torch(t).var(dim).double().numpy(),
+        np.testing.assert_allclose(host_exact(got), to_torch(t).var(dim).double().numpy(),
                                    rtol=max(2 * ROUND_RTOL[dtype], 1e-9))
 
 
@@ -339,7 +331,7 @@ def test_norm_orders(p, dim):
     kw = {} if dim is None else {"dim": dim}
     check_close(t.norm(p, **kw), ref, "float64")
     want = torch.norm(to_torch(t), p=p, **kw).numpy()
-    np.testing.assert_allclose(values(t.norm(p, **kw)), want, rtol=1e-12)
+    np.testing.assert_allclose(host_exact(t.norm(p, **kw)), want, rtol=1e-12)
     if p != "fro":
         check_close(ampc.vector_norm(t, p, **kw), ref, "float64")
 
@@ -348,10 +340,10 @@ def test_norm_defaults_dtype_and_keepdim():
     t, x = make((3, 4), "float16")
     n = t.norm()
     assert n.dtype == ampc.float16
-    check_close(n, np.sqrt(np.sum(values(t) ** 2)), "float16")
+    check_close(n, np.sqrt(np.sum(host_exact(t) ** 2)), "float16")
     n64 = t.norm(dtype=ampc.float64)
     assert n64.dtype == ampc.float64
-    np.testing.assert_allclose(n64.item(), np.sqrt(np.sum(values(t) ** 2)), rtol=1e-14)
+    np.testing.assert_allclose(n64.item(), np.sqrt(np.sum(host_exact(t) ** 2)), rtol=1e-14)
     k = ampc.vector_norm(t, 1, dim=1, keepdim=True)
     assert tuple(k.shape) == (3, 1)
     assert ampc.empty(0).norm().item() == 0.0 and ampc.empty(0, 2).norm(0, dim=0).shape == (2,)
@@ -369,7 +361,7 @@ def test_logsumexp(dim, dtype):
     ref = np.squeeze(m, axis=axis) + np.log(np.sum(np.exp(x - m), axis=axis))
     got = t.logsumexp(dim)
     check_close(got, ref, dtype)
-    np.testing.assert_allclose(values(got), torch.logsumexp(to_torch(t), dim).double().numpy(),
+    np.testing.assert_allclose(host_exact(got), torch.logsumexp(to_torch(t), dim).double().numpy(),
                                rtol=2 * ROUND_RTOL[dtype])
 
 
@@ -420,7 +412,7 @@ def test_cumsum(dim, layout, dtype):
         np.testing.assert_array_equal(got.numpy(), np.cumsum(x, axis=dim))
     else:
         check_close(got, np.cumsum(x, axis=dim), dtype, scale=np.max(np.abs(x)) * x.shape[dim])
-        np.testing.assert_allclose(values(got), torch.cumsum(to_torch(t), dim).double().numpy(),
+        np.testing.assert_allclose(host_exact(got), torch.cumsum(to_torch(t), dim).double().numpy(),
                                    rtol=2 * ROUND_RTOL[dtype], atol=1e-2 if dtype == "float16" else 1e-5)
 
 

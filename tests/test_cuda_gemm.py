@@ -314,7 +314,8 @@ def test_k_zero_and_empty(cuda, dtype):
     np.testing.assert_array_equal(host_exact(ampc.addmm(c, a, b, beta=2)), np.full((3, 4), 6))
     np.testing.assert_array_equal(host_exact(ampc.addmm(c, a, b, beta=0)), np.zeros((3, 4)))
     if dtype in FLOATS:
-        np.testing.assert_array_equal(host_exact(ampc.addmm(c, a, b, beta=0.5, alpha=float("inf"))), np.full((3, 4), 1.5))
+        np.testing.assert_array_equal(host_exact(ampc.addmm(c, a, b, beta=0.5, alpha=float("inf"))),
+                                      np.full((3, 4), 1.5))
     assert tuple(ampc.mm(ampc.ones(0, 5, dtype=dtype).to(cuda), ampc.ones(5, 2, dtype=dtype).to(cuda)).shape) == (0, 2)
     assert tuple(ampc.bmm(ampc.ones(0, 2, 3, dtype=dtype).to(cuda),
                           ampc.ones(0, 3, 2, dtype=dtype).to(cuda)).shape) == (0, 2, 2)
@@ -482,8 +483,8 @@ def test_attention_and_einsum(cuda):
     for eq, shapes in [("bhqd,bhkd->bhqk", [(2, 3, 5, 4), (2, 3, 6, 4)]), ("ij,kj->ik", [(3, 4), (5, 4)]),
                        ("bij,jk->bik", [(2, 3, 4), (4, 5)]), ("i,i->", [(6,), (6,)])]:
         ops = [ampc.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in shapes]
-        np.testing.assert_allclose(host_exact(ampc.einsum(eq, *[o.to(cuda) for o in ops])), host_exact(ampc.einsum(eq, *ops)),
-                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(host_exact(ampc.einsum(eq, *[o.to(cuda) for o in ops])),
+                                   host_exact(ampc.einsum(eq, *ops)), rtol=1e-5, atol=1e-5)
 
 
 def test_mm_backward_transposed_grads(cuda):

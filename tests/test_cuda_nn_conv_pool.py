@@ -45,8 +45,8 @@ CONV_GRID = [
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_conv2d_forward_backward(cuda, rng, xs, ws, stride, padding, dilation, groups, dtype):
     x, w, b = rng.standard_normal(xs), rng.standard_normal(ws) * 0.3, rng.standard_normal(ws[0])
-    runs = run_on_cpu_and_cuda(lambda x, w, b: F.conv2d(x, w, b, stride, padding, dilation, groups), [x, w, b], dtype, cuda,
-                grad=(0, 1, 2), rng=rng)
+    runs = run_on_cpu_and_cuda(lambda x, w, b: F.conv2d(x, w, b, stride, padding, dilation, groups), [x, w, b], dtype,
+                               cuda, grad=(0, 1, 2), rng=rng)
     check_runs(runs, CONV_TOL[dtype], "conv2d")
 
 
@@ -54,32 +54,36 @@ def test_conv2d_forward_backward(cuda, rng, xs, ws, stride, padding, dilation, g
 def test_conv2d_padding_same_asymmetric(cuda, rng, k, dil):
     # an even effective kernel pads one more at the bottom/right: top/left padding + output size
     x, w = rng.standard_normal((2, 3, 8, 9)), rng.standard_normal((2, 3, k, k))
-    runs = run_on_cpu_and_cuda(lambda x, w: F.conv2d(x, w, padding="same", dilation=dil), [x, w], ampc.float32, cuda, grad=(0, 1))
+    runs = run_on_cpu_and_cuda(lambda x, w: F.conv2d(x, w, padding="same", dilation=dil), [x, w], ampc.float32, cuda,
+                               grad=(0, 1))
     check_runs(runs, CONV_TOL[ampc.float32], "conv2d same")
 
 
 @pytest.mark.parametrize("pad", [(1, 0, 2, 0), (0, 2, 1, 3), (3, 1, 0, 0)])
 def test_conv2d_explicit_asymmetric_pad(cuda, rng, pad):
     x, w = rng.standard_normal((2, 2, 6, 7)), rng.standard_normal((3, 2, 3, 3))
-    runs = run_on_cpu_and_cuda(lambda x, w: F.conv2d(F.pad(x, pad), w, stride=2), [x, w], ampc.float32, cuda, grad=(0, 1))
+    runs = run_on_cpu_and_cuda(lambda x, w: F.conv2d(F.pad(x, pad), w, stride=2), [x, w], ampc.float32, cuda,
+                               grad=(0, 1))
     check_runs(runs, CONV_TOL[ampc.float32], "conv2d F.pad")
 
 
 @pytest.mark.parametrize("dtype", [ampc.float32, ampc.float16])
 def test_conv1d(cuda, rng, dtype):
     x, w, b = rng.standard_normal((3, 4, 20)), rng.standard_normal((6, 2, 3)), rng.standard_normal(6)
-    runs = run_on_cpu_and_cuda(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=2, dilation=2, groups=2), [x, w, b], dtype, cuda,
-                grad=(0, 1, 2))
+    runs = run_on_cpu_and_cuda(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=2, dilation=2, groups=2), [x, w, b],
+                               dtype, cuda, grad=(0, 1, 2))
     check_runs(runs, CONV_TOL[dtype], "conv1d")
 
 
 def test_conv2d_noncontiguous_unbatched_and_empty(cuda, rng):
     x, w = rng.standard_normal((2, 3, 8, 6)), rng.standard_normal((4, 3, 3, 3))
-    runs = run_on_cpu_and_cuda(lambda x, w: F.conv2d(x.transpose(2, 3), w, padding=1), [x, w], ampc.float32, cuda, grad=(0, 1))
+    runs = run_on_cpu_and_cuda(lambda x, w: F.conv2d(x.transpose(2, 3), w, padding=1), [x, w], ampc.float32, cuda,
+                               grad=(0, 1))
     check_runs(runs, CONV_TOL[ampc.float32], "conv2d transposed input")
     runs = run_on_cpu_and_cuda(lambda x, w: F.conv2d(x, w, stride=2), [x[0], w], ampc.float32, cuda, grad=(0, 1))
     check_runs(runs, CONV_TOL[ampc.float32], "conv2d unbatched")
-    runs = run_on_cpu_and_cuda(lambda x, w: F.conv2d(x, w, padding=1), [np.zeros((0, 3, 5, 5)), w], ampc.float32, cuda, grad=(0, 1))
+    runs = run_on_cpu_and_cuda(lambda x, w: F.conv2d(x, w, padding=1), [np.zeros((0, 3, 5, 5)), w], ampc.float32, cuda,
+                               grad=(0, 1))
     (oc, gc), (og, gg) = runs
     assert tuple(og[0].shape) == (0, 4, 5, 5)
     close(gg[1], gc[1], 0, "conv2d empty batch weight grad")
@@ -88,7 +92,8 @@ def test_conv2d_noncontiguous_unbatched_and_empty(cuda, rng):
 def test_conv2d_large(cuda, rng):
     # column matrices of several MiB (the frontend's chunking) and > 2^20 outputs
     x, w, b = rng.standard_normal((8, 16, 64, 64)), rng.standard_normal((32, 16, 3, 3)) * 0.1, rng.standard_normal(32)
-    runs = run_on_cpu_and_cuda(lambda x, w, b: F.conv2d(x, w, b, padding=1), [x, w, b], ampc.float16, cuda, grad=(0, 1, 2))
+    runs = run_on_cpu_and_cuda(lambda x, w, b: F.conv2d(x, w, b, padding=1), [x, w, b], ampc.float16, cuda,
+                               grad=(0, 1, 2))
     check_runs(runs, CONV_TOL[ampc.float16], "conv2d large")
 
 
@@ -121,7 +126,8 @@ POOL_GRID = [
 def test_max_pool2d(cuda, rng, kw, dtype):
     x = rng.standard_normal((2, 3, 9, 10))
     x[0, 1, :3, :3] = 0.5  # ties: the first maximum in scan order wins
-    runs = run_on_cpu_and_cuda(lambda x: F.max_pool2d(x, return_indices=True, **kw), [x], dtype, cuda, grad=(0,), rng=rng)
+    runs = run_on_cpu_and_cuda(lambda x: F.max_pool2d(x, return_indices=True, **kw), [x], dtype, cuda, grad=(0,),
+                               rng=rng)
     check_runs(runs, TOL[dtype], "max_pool2d", exact_outputs=(0, 1))
     assert runs[1][0][1].dtype == ampc.int64
 
@@ -141,10 +147,11 @@ def test_max_pool2d_nan_inf(cuda, rng, dtype):
 
 def test_max_pool2d_noncontiguous_unbatched_empty(cuda, rng):
     x = rng.standard_normal((2, 3, 8, 7))
-    runs = run_on_cpu_and_cuda(lambda x: F.max_pool2d(x.transpose(2, 3)[:, :, ::2], 2, 1, return_indices=True), [x], ampc.float32,
-                cuda, grad=(0,))
+    runs = run_on_cpu_and_cuda(lambda x: F.max_pool2d(x.transpose(2, 3)[:, :, ::2], 2, 1, return_indices=True), [x],
+                               ampc.float32, cuda, grad=(0,))
     check_runs(runs, TOL[ampc.float32], "max_pool2d strided", exact_outputs=(0, 1))
-    runs = run_on_cpu_and_cuda(lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True), [x[0]], ampc.float32, cuda, grad=(0,))
+    runs = run_on_cpu_and_cuda(lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True), [x[0]], ampc.float32, cuda,
+                               grad=(0,))
     check_runs(runs, TOL[ampc.float32], "max_pool2d unbatched", exact_outputs=(0, 1))
     runs = run_on_cpu_and_cuda(lambda x: F.max_pool2d(x, 2), [np.zeros((0, 3, 4, 4))], ampc.float32, cuda, grad=(0,))
     assert tuple(runs[1][0][0].shape) == (0, 3, 2, 2) and tuple(runs[1][1][0].shape) == (0, 3, 4, 4)
@@ -153,7 +160,8 @@ def test_max_pool2d_noncontiguous_unbatched_empty(cuda, rng):
 @pytest.mark.parametrize("dtype", [ampc.float32, ampc.float16])
 def test_max_pool2d_large(cuda, rng, dtype):
     x = rng.standard_normal((4, 16, 130, 129))  # > 2^20 inputs, odd sizes (ceil mode windows hang over)
-    runs = run_on_cpu_and_cuda(lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True), [x], dtype, cuda, grad=(0,))
+    runs = run_on_cpu_and_cuda(lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True), [x], dtype,
+                               cuda, grad=(0,))
     check_runs(runs, TOL[dtype], "max_pool2d large", exact_outputs=(0, 1))
 
 
@@ -184,8 +192,8 @@ def test_avg_pool2d_unbatched_noncontiguous_large(cuda, rng):
     runs = run_on_cpu_and_cuda(lambda x: F.avg_pool2d(x.transpose(1, 2), 3, 2, 1), [x], ampc.float32, cuda, grad=(0,))
     check_runs(runs, TOL[ampc.float32], "avg_pool2d unbatched transposed")
     x = rng.standard_normal((4, 32, 96, 97))
-    runs = run_on_cpu_and_cuda(lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), [x], ampc.float16, cuda,
-                grad=(0,))
+    runs = run_on_cpu_and_cuda(lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), [x],
+                               ampc.float16, cuda, grad=(0,))
     check_runs(runs, TOL[ampc.float16], "avg_pool2d large")
 
 
@@ -198,11 +206,11 @@ def test_adaptive_avg_pool2d(cuda, rng, size, dtype):
 
 
 def test_adaptive_avg_pool2d_unbatched_large(cuda, rng):
-    runs = run_on_cpu_and_cuda(lambda x: F.adaptive_avg_pool2d(x, (3, 5)), [rng.standard_normal((4, 9, 10))], ampc.float32, cuda,
-                grad=(0,))
+    runs = run_on_cpu_and_cuda(lambda x: F.adaptive_avg_pool2d(x, (3, 5)), [rng.standard_normal((4, 9, 10))],
+                               ampc.float32, cuda, grad=(0,))
     check_runs(runs, TOL[ampc.float32], "adaptive unbatched")
-    runs = run_on_cpu_and_cuda(lambda x: F.adaptive_avg_pool2d(x, 1), [rng.standard_normal((8, 64, 45, 45))], ampc.bfloat16, cuda,
-                grad=(0,))
+    runs = run_on_cpu_and_cuda(lambda x: F.adaptive_avg_pool2d(x, 1), [rng.standard_normal((8, 64, 45, 45))],
+                               ampc.bfloat16, cuda, grad=(0,))
     check_runs(runs, TOL[ampc.bfloat16], "adaptive large global pool")
 
 

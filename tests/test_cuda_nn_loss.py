@@ -145,7 +145,8 @@ def test_mse_integer_target(cuda):
         for reduction in REDUCTIONS:
             xc = tensor(x, ampc.float32).requires_grad_(True)
             xd = tensor(x, ampc.float32).to(cuda).requires_grad_(True)
-            lc, ld = getattr(F, name)(xc, ti, reduction=reduction), getattr(F, name)(xd, ti.to(cuda), reduction=reduction)
+            lc, ld = getattr(F, name)(xc, ti, reduction=reduction), getattr(F, name)(xd, ti.to(cuda),
+                             reduction=reduction)
             check_close(ld, lc, 2e-5)
             g = tensor(rng(3).standard_normal(tuple(lc.shape)), ampc.float32)
             lc.backward(g)

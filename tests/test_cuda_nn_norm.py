@@ -31,7 +31,7 @@ def rng():
 def test_layer_norm(cuda, rng, m, d, dtype):
     x, w, b = rng.standard_normal((m, d)) * 2 + 0.5, rng.standard_normal(d) * 0.5 + 1, rng.standard_normal(d)
     runs = run_on_cpu_and_cuda(lambda x, w, b: F.layer_norm(x, (d,), w, b, eps=1e-5), [x, w, b], [dtype] * 3, cuda,
-                grad=(0, 1, 2), rng=rng)
+                               grad=(0, 1, 2), rng=rng)
     check_runs(runs, TOL[dtype], f"layer_norm ({m}, {d})", gtol=GTOL[dtype])
 
 
@@ -42,7 +42,8 @@ def test_layer_norm_partial_affine(cuda, rng, affine, d):
     w = rng.standard_normal(d) if affine == "weight" else None
     b = rng.standard_normal(d) if affine == "bias" else None
     grad = (0, 1) if w is not None else (0, 2) if b is not None else (0,)
-    runs = run_on_cpu_and_cuda(lambda x, w, b: F.layer_norm(x, (d,), w, b), [x, w, b], [ampc.float32] * 3, cuda, grad=grad)
+    runs = run_on_cpu_and_cuda(lambda x, w, b: F.layer_norm(x, (d,), w, b), [x, w, b], [ampc.float32] * 3, cuda,
+                               grad=grad)
     check_runs(runs, TOL[ampc.float32], f"layer_norm {affine}", gtol=GTOL[ampc.float32])
 
 
@@ -51,8 +52,8 @@ def test_layer_norm_partial_affine(cuda, rng, affine, d):
 def test_layer_norm_half_input_fp32_params(cuda, rng, dtype, d):
     # fp16/bf16 activations with fp32 weight and bias: each tensor read and written in its own dtype
     x, w, b = rng.standard_normal((6, d)) * 3 + 10, rng.standard_normal(d), rng.standard_normal(d)
-    runs = run_on_cpu_and_cuda(lambda x, w, b: F.layer_norm(x, (d,), w, b), [x, w, b], [dtype, ampc.float32, ampc.float32], cuda,
-                grad=(0, 1, 2))
+    runs = run_on_cpu_and_cuda(lambda x, w, b: F.layer_norm(x, (d,), w, b), [x, w, b],
+                               [dtype, ampc.float32, ampc.float32], cuda, grad=(0, 1, 2))
     check_runs(runs, TOL[dtype], "layer_norm mixed", gtol=GTOL[dtype])
     (_, _), (og, gg) = runs
     assert og[0].dtype == dtype and gg[0].dtype == dtype and gg[1].dtype == ampc.float32
@@ -61,8 +62,8 @@ def test_layer_norm_half_input_fp32_params(cuda, rng, dtype, d):
 def test_layer_norm_mixed_param_dtypes(cuda, rng):
     # weight fp32 and bias fp16 around fp16 input: the general (run-time dtype) path
     x, w, b = rng.standard_normal((4, 96)), rng.standard_normal(96), rng.standard_normal(96)
-    runs = run_on_cpu_and_cuda(lambda x, w, b: F.layer_norm(x, (96,), w, b), [x, w, b], [ampc.float16, ampc.float32, ampc.float16],
-                cuda, grad=(0, 1, 2))
+    runs = run_on_cpu_and_cuda(lambda x, w, b: F.layer_norm(x, (96,), w, b), [x, w, b],
+                               [ampc.float16, ampc.float32, ampc.float16], cuda, grad=(0, 1, 2))
     check_runs(runs, TOL[ampc.float16], "layer_norm weight fp32 bias fp16", gtol=GTOL[ampc.float16])
 
 
@@ -71,7 +72,8 @@ def test_layer_norm_mixed_param_dtypes(cuda, rng):
 def test_layer_norm_long_rows(cuda, rng, d, dtype):
     # 8192: the largest register path; longer rows take the general path
     x, w, b = rng.standard_normal((9, d)), rng.standard_normal(d), rng.standard_normal(d)
-    runs = run_on_cpu_and_cuda(lambda x, w, b: F.layer_norm(x, (d,), w, b), [x, w, b], [dtype] * 3, cuda, grad=(0, 1, 2))
+    runs = run_on_cpu_and_cuda(lambda x, w, b: F.layer_norm(x, (d,), w, b), [x, w, b], [dtype] * 3, cuda,
+                               grad=(0, 1, 2))
     check_runs(runs, TOL[dtype], f"layer_norm d={d}", gtol=GTOL[dtype])
 
 
@@ -81,7 +83,8 @@ def test_layer_norm_strided_misaligned_and_large(cuda, rng):
     check_runs(runs, TOL[ampc.float16], "layer_norm transposed", gtol=GTOL[ampc.float16])
     # a contiguous view one element into its storage: no 16-byte vectors
     flat = rng.standard_normal(4 * 768 + 1)
-    runs = run_on_cpu_and_cuda(lambda f: F.layer_norm(f[1:].view(4, 768), (768,)), [flat], [ampc.float16], cuda, grad=(0,))
+    runs = run_on_cpu_and_cuda(lambda f: F.layer_norm(f[1:].view(4, 768), (768,)), [flat], [ampc.float16], cuda,
+                               grad=(0,))
     check_runs(runs, TOL[ampc.float16], "layer_norm misaligned", gtol=GTOL[ampc.float16])
     # normalized over two dims, > 2^20 elements, many rows (the column sums use several chunks)
     x, w = rng.standard_normal((2048, 8, 64)), rng.standard_normal((8, 64))
@@ -90,12 +93,13 @@ def test_layer_norm_strided_misaligned_and_large(cuda, rng):
 
 
 def test_layer_norm_empty_and_0dim_rows(cuda, rng):
-    runs = run_on_cpu_and_cuda(lambda x, w, b: F.layer_norm(x, (16,), w, b), [np.zeros((0, 16)), np.ones(16), np.zeros(16)],
-                [ampc.float32] * 3, cuda, grad=(0, 1, 2))
+    runs = run_on_cpu_and_cuda(lambda x, w, b: F.layer_norm(x, (16,), w, b),
+                               [np.zeros((0, 16)), np.ones(16), np.zeros(16)], [ampc.float32] * 3, cuda, grad=(0, 1, 2))
     (oc, gc), (og, gg) = runs
     assert tuple(og[0].shape) == (0, 16)
     close(gg[1], gc[1], 0, "empty weight grad")
-    runs = run_on_cpu_and_cuda(lambda x: F.layer_norm(x, (1,)), [rng.standard_normal((3, 1))], [ampc.float32], cuda, grad=(0,))
+    runs = run_on_cpu_and_cuda(lambda x: F.layer_norm(x, (1,)), [rng.standard_normal((3, 1))], [ampc.float32], cuda,
+                               grad=(0,))
     check_runs(runs, TOL[ampc.float32], "layer_norm d=1", gtol=GTOL[ampc.float32])
 
 
@@ -140,7 +144,8 @@ def test_layer_norm_module_to_cuda(cuda, rng):
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_group_norm(cuda, rng, shape, groups, dtype):
     x, w, b = rng.standard_normal(shape) + 0.3, rng.standard_normal(shape[1]), rng.standard_normal(shape[1])
-    runs = run_on_cpu_and_cuda(lambda x, w, b: F.group_norm(x, groups, w, b), [x, w, b], [dtype] * 3, cuda, grad=(0, 1, 2), rng=rng)
+    runs = run_on_cpu_and_cuda(lambda x, w, b: F.group_norm(x, groups, w, b), [x, w, b], [dtype] * 3, cuda,
+                               grad=(0, 1, 2), rng=rng)
     check_runs(runs, TOL[dtype], f"group_norm {shape} G={groups}", gtol=GTOL[dtype])
 
 
@@ -149,14 +154,14 @@ def test_group_norm_variants(cuda, rng):
     runs = run_on_cpu_and_cuda(lambda x: F.group_norm(x, 4), [x], [ampc.float32], cuda, grad=(0,))
     check_runs(runs, TOL[ampc.float32], "group_norm no affine", gtol=GTOL[ampc.float32])
     w, b = rng.standard_normal(8), rng.standard_normal(8)
-    runs = run_on_cpu_and_cuda(lambda x, w, b: F.group_norm(x, 2, w, b), [x, w, b], [ampc.float16, ampc.float32, ampc.float32], cuda,
-                grad=(0, 1, 2))
+    runs = run_on_cpu_and_cuda(lambda x, w, b: F.group_norm(x, 2, w, b), [x, w, b],
+                               [ampc.float16, ampc.float32, ampc.float32], cuda, grad=(0, 1, 2))
     check_runs(runs, TOL[ampc.float16], "group_norm fp16 input fp32 params", gtol=GTOL[ampc.float16])
-    runs = run_on_cpu_and_cuda(lambda x, w, b: F.group_norm(x.transpose(2, 3), 2, w, b), [x, w, b], [ampc.float32] * 3, cuda,
-                grad=(0, 1, 2))
+    runs = run_on_cpu_and_cuda(lambda x, w, b: F.group_norm(x.transpose(2, 3), 2, w, b), [x, w, b], [ampc.float32] * 3,
+                               cuda, grad=(0, 1, 2))
     check_runs(runs, TOL[ampc.float32], "group_norm transposed", gtol=GTOL[ampc.float32])
-    runs = run_on_cpu_and_cuda(lambda x, w, b: F.group_norm(x, 2, w, b), [np.zeros((0, 8, 3)), w, b], [ampc.float32] * 3, cuda,
-                grad=(0, 1, 2))
+    runs = run_on_cpu_and_cuda(lambda x, w, b: F.group_norm(x, 2, w, b), [np.zeros((0, 8, 3)), w, b],
+                               [ampc.float32] * 3, cuda, grad=(0, 1, 2))
     close(runs[1][1][1], runs[0][1][1], 0, "group_norm empty batch weight grad")
     x = rng.standard_normal((2, 64, 96, 96))  # > 2^20 elements
     runs = run_on_cpu_and_cuda(lambda x: F.group_norm(x, 32), [x], [ampc.bfloat16], cuda, grad=(0,))
@@ -233,7 +238,8 @@ def test_batch_norm_numerics_large_mean_and_many_chunks(cuda, rng):
 
 def test_batch_norm_no_running_stats_no_affine_and_1d(cuda, rng):
     x = rng.standard_normal((64, 10))  # BatchNorm1d on (N, C): L == 1
-    runs = run_on_cpu_and_cuda(lambda x: F.batch_norm(x, None, None, training=True), [x], [ampc.float32], cuda, grad=(0,))
+    runs = run_on_cpu_and_cuda(lambda x: F.batch_norm(x, None, None, training=True), [x], [ampc.float32], cuda,
+                               grad=(0,))
     check_runs(runs, TOL[ampc.float32], "batch_norm (N, C)", gtol=GTOL[ampc.float32])
     x = rng.standard_normal((3, 5, 7))
     runs = run_on_cpu_and_cuda(lambda x: F.batch_norm(x.transpose(0, 2).transpose(1, 2)[:, :, ::2], None, None, training=True), [x],

@@ -75,8 +75,8 @@ def assert_same(got, want, scale=0.0, rtol=None, what=""):
     g, w = host_exact(got), host_exact(want)
     if want.dtype in TOL:
         rt, at = TOL[want.dtype]
-        np.testing.assert_allclose(g, w, rtol=rt if rtol is None else rtol, atol=at * scale + 1e-300,
-                                   equal_nan=True, err_msg=what)
+        np.testing.assert_allclose(g, w, rtol=rt if rtol is None else rtol, atol=at * scale + 1e-300, equal_nan=True,
+                                   err_msg=what)
     else:
         np.testing.assert_array_equal(g, w, err_msg=what)
 
@@ -381,7 +381,8 @@ def test_dtype_arguments(cuda):
     assert_same(h_b.sum(0, dtype=ampc.float64), h_a.sum(0, dtype=ampc.float64), scale=66, rtol=1e-10)
     assert_same(h_b.mean(dtype=ampc.float32), h_a.mean(dtype=ampc.float32), scale=2)
     assert_same(ampc.vector_norm(h_b, 2, dtype=ampc.float64), ampc.vector_norm(h_a, 2, dtype=ampc.float64), rtol=1e-10)
-    assert_same(ampc.vector_norm(h_b, 3, dim=1, dtype=ampc.float32), ampc.vector_norm(h_a, 3, dim=1, dtype=ampc.float32))
+    assert_same(ampc.vector_norm(h_b, 3, dim=1, dtype=ampc.float32),
+                ampc.vector_norm(h_a, 3, dim=1, dtype=ampc.float32))
     i = ampc.from_numpy(np.arange(-20, 50)).to(ampc.int32)
     ia, ib = pair(i, cuda)
     for dt in (ampc.float16, ampc.float32, ampc.int32, ampc.bool, ampc.uint8):

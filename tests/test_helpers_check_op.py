@@ -93,7 +93,8 @@ def test_catches_a_wrong_gradient(dtype):
 def test_catches_a_wrong_gradient_of_the_second_input():
     with pytest.raises(AssertionError, match="grad of input 1"):
         check_op(lambda M, x, y: M.matmul(x, y), [(3, 4), (4, 2)],
-                 ref=lambda M, x, y: M.matmul(x, y.detach()) + M.matmul(x.detach(), 3 * y) - M.matmul(x, 3 * y).detach())
+                 ref=lambda M, x, y: M.matmul(x, y.detach()) + M.matmul(x.detach(), 3 * y) - M.matmul(x,
+                                              3 * y).detach())
 
 
 def test_tolerances_can_be_widened():

@@ -159,8 +159,9 @@ def test_conv2d_grid_numpy_torch_and_grads(rng, xs, ws, stride, padding, dilatio
     got = F.conv2d(A(x), A(w), A(b), **kw)
     close_max_scaled(got, np_conv2d(x, w, b, stride, padding, dilation, groups))
     check_against_torch(lambda x, w, b: F.conv2d(x, w, b, **kw), lambda x, w, b: TF.conv2d(x, w, b, **kw), [x, w, b],
-         grad=(0, 1, 2), rng=rng)
-    check_against_torch(lambda x, w: F.conv2d(x, w, **kw), lambda x, w: TF.conv2d(x, w, **kw), [x, w], grad=(0, 1), rng=rng)
+                        grad=(0, 1, 2), rng=rng)
+    check_against_torch(lambda x, w: F.conv2d(x, w, **kw), lambda x, w: TF.conv2d(x, w, **kw), [x, w], grad=(0, 1),
+                        rng=rng)
 
 
 @pytest.mark.parametrize("dtype", [ampc.float32, ampc.float16, ampc.bfloat16])
@@ -171,8 +172,8 @@ def test_conv2d_dtypes(rng, dtype):
     assert y.dtype == dtype
     xr, wr, br = (np.asarray(v).astype(NP[dtype]).astype(np.float64) for v in (x, w, b))
     close_max_scaled(y, np_conv2d(xr, wr, br, (2, 2), (1, 1), (1, 1), 2), TOL[dtype])
-    check_against_torch(lambda x, w, b: F.conv2d(x, w, b, **kw), lambda x, w, b: TF.conv2d(x, w, b, **kw), [x, w, b], grad=(0, 1, 2),
-         dtype=dtype, tol=TOL[dtype] * 2, rng=rng)
+    check_against_torch(lambda x, w, b: F.conv2d(x, w, b, **kw), lambda x, w, b: TF.conv2d(x, w, b, **kw), [x, w, b],
+                        grad=(0, 1, 2), dtype=dtype, tol=TOL[dtype] * 2, rng=rng)
 
 
 def test_conv2d_noncontiguous_inputs(rng):
@@ -187,22 +188,25 @@ def test_conv2d_noncontiguous_inputs(rng):
 
 def test_conv2d_unbatched_and_conv1d(rng):
     x, w, b = rng.standard_normal((3, 7, 6)), rng.standard_normal((4, 3, 2, 2)), rng.standard_normal(4)
-    check_against_torch(lambda x, w, b: F.conv2d(x, w, b, padding=1), lambda x, w, b: TF.conv2d(x, w, b, padding=1), [x, w, b],
-         grad=(0, 1, 2), rng=rng)
+    check_against_torch(lambda x, w, b: F.conv2d(x, w, b, padding=1), lambda x, w, b: TF.conv2d(x, w, b, padding=1),
+                        [x, w, b], grad=(0, 1, 2), rng=rng)
     x1, w1 = rng.standard_normal((2, 4, 11)), rng.standard_normal((6, 2, 3))
     for kw in [dict(), dict(stride=2, padding=2, dilation=2, groups=2), dict(padding="same", groups=2),
                dict(padding="valid", groups=2)]:
         if "groups" not in kw:
             kw["groups"] = 2
-        check_against_torch(lambda x, w: F.conv1d(x, w, **kw), lambda x, w: TF.conv1d(x, w, **kw), [x1, w1], grad=(0, 1), rng=rng)
-    check_against_torch(lambda x, w: F.conv1d(x, w, groups=2), lambda x, w: TF.conv1d(x, w, groups=2), [x1[0], w1], grad=(0, 1))
+        check_against_torch(lambda x, w: F.conv1d(x, w, **kw), lambda x, w: TF.conv1d(x, w, **kw), [x1, w1],
+                            grad=(0, 1), rng=rng)
+    check_against_torch(lambda x, w: F.conv1d(x, w, groups=2), lambda x, w: TF.conv1d(x, w, groups=2), [x1[0], w1],
+                        grad=(0, 1))
 
 
 @pytest.mark.parametrize("k,dil", [(3, 1), (4, 1), (2, 3), (5, 2)])
 def test_conv2d_padding_same(rng, k, dil):
     x, w = rng.standard_normal((1, 2, 9, 8)), rng.standard_normal((3, 2, k, k - 1))
     kw = dict(padding="same", dilation=dil)
-    ya, _ = check_against_torch(lambda x, w: F.conv2d(x, w, **kw), lambda x, w: TF.conv2d(x, w, **kw), [x, w], grad=(0, 1), rng=rng)
+    ya, _ = check_against_torch(lambda x, w: F.conv2d(x, w, **kw), lambda x, w: TF.conv2d(x, w, **kw), [x, w],
+                                grad=(0, 1), rng=rng)
     assert tuple(ya.shape) == (1, 3, 9, 8)
 
 
@@ -220,7 +224,8 @@ def test_conv_errors():
     with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) input to conv2d, but got "
                                            r"input of size: \[2, 3\]"):
         F.conv2d(ampc.zeros(2, 3), w)
-    with pytest.raises(RuntimeError, match=r"Given groups=1, weight of size \[8, 3, 3, 3\], expected input\[2, 4, 8, 8\] "
+    with pytest.raises(RuntimeError,
+                       match=r"Given groups=1, weight of size \[8, 3, 3, 3\], expected input\[2, 4, 8, 8\] "
                                            r"to have 3 channels, but got 4 channels instead"):
         F.conv2d(x, w)
     with pytest.raises(RuntimeError, match=r"Given groups=3, expected weight to be divisible by 3 at dimension 0"):
@@ -291,7 +296,8 @@ def test_max_pool2d(rng, kw):
     ya, ia = F.max_pool2d(A(x), return_indices=True, **kw)
     yt, it = TF.max_pool2d(T(x), return_indices=True, **kw)
     assert ia.dtype == ampc.int64 and np.array_equal(ia.numpy(), it.numpy())
-    check_against_torch(lambda x: F.max_pool2d(x, **kw), lambda x: TF.max_pool2d(x, **kw), [x[0]], grad=(0,))  # unbatched
+    check_against_torch(lambda x: F.max_pool2d(x, **kw), lambda x: TF.max_pool2d(x, **kw), [x[0]],
+                        grad=(0,))  # unbatched
 
 
 @pytest.mark.parametrize("dtype", [ampc.float32, ampc.float16, ampc.bfloat16])
@@ -311,8 +317,8 @@ def test_max_pool2d_dtypes_nan_and_noncontiguous(rng, dtype):
 def test_avg_pool2d(rng, kw):
     x = rng.standard_normal((2, 3, 7, 8))
     check_against_torch(lambda x: F.avg_pool2d(x, **kw), lambda x: TF.avg_pool2d(x, **kw), [x], grad=(0,), rng=rng)
-    check_against_torch(lambda x: F.avg_pool2d(x, **kw), lambda x: TF.avg_pool2d(x, **kw), [x], grad=(0,), dtype=ampc.float16,
-         rng=rng)
+    check_against_torch(lambda x: F.avg_pool2d(x, **kw), lambda x: TF.avg_pool2d(x, **kw), [x], grad=(0,),
+                        dtype=ampc.float16, rng=rng)
     if kw == dict(kernel_size=2):  # plain 2x2 average, from NumPy
         close_max_scaled(F.avg_pool2d(A(x), 2), x[:, :, :6].reshape(2, 3, 3, 2, 4, 2).mean(axis=(3, 5)))
 
@@ -320,10 +326,12 @@ def test_avg_pool2d(rng, kw):
 @pytest.mark.parametrize("size", [(3, 4), 1, (None, 2), (7, 5), (5, None)])
 def test_adaptive_avg_pool2d(rng, size):
     x = rng.standard_normal((2, 3, 7, 8))
-    check_against_torch(lambda x: F.adaptive_avg_pool2d(x, size), lambda x: TF.adaptive_avg_pool2d(x, size), [x], grad=(0,), rng=rng)
+    check_against_torch(lambda x: F.adaptive_avg_pool2d(x, size), lambda x: TF.adaptive_avg_pool2d(x, size), [x],
+                        grad=(0,), rng=rng)
     if size == 1:
         close_max_scaled(F.adaptive_avg_pool2d(A(x), 1), x.mean(axis=(2, 3), keepdims=True))
-    check_against_torch(lambda x: F.adaptive_avg_pool2d(x, size), lambda x: TF.adaptive_avg_pool2d(x, size), [x[1]], grad=(0,))
+    check_against_torch(lambda x: F.adaptive_avg_pool2d(x, size), lambda x: TF.adaptive_avg_pool2d(x, size), [x[1]],
+                        grad=(0,))
 
 
 def test_pool_errors():
@@ -354,8 +362,8 @@ def test_batch_norm(rng, training, shape):
     rm, rv = rng.standard_normal(3), rng.random(3) + 0.5
     rma, rva, rmt, rvt = A(rm), A(rv), T(rm), T(rv)
     check_against_torch(lambda x, w, b: F.batch_norm(x, rma, rva, w, b, training=training, momentum=0.3, eps=1e-3),
-         lambda x, w, b: TF.batch_norm(x, rmt, rvt, w, b, training=training, momentum=0.3, eps=1e-3), [x, w, b],
-         grad=(0, 1, 2), rng=rng)
+                        lambda x, w, b: TF.batch_norm(x, rmt, rvt, w, b, training=training, momentum=0.3, eps=1e-3),
+                        [x, w, b], grad=(0, 1, 2), rng=rng)
     close_max_scaled(rma, rmt)
     close_max_scaled(rva, rvt)
     if training:  # NumPy: batch statistics, PyTorch's unbiased running_var
@@ -386,8 +394,8 @@ def test_batch_norm_mixed_precision_and_no_affine(rng):
         assert xa.grad.dtype == dtype and wa.grad.dtype == ampc.float32
         close_max_scaled(xa.grad, xt.grad.float(), TOL[dtype] * 4)
         close_max_scaled(wa.grad, wt.grad, TOL[dtype] * 4)
-    check_against_torch(lambda x: F.batch_norm(x, None, None, training=True), lambda x: TF.batch_norm(x, None, None, training=True),
-         [x], grad=(0,), rng=rng)
+    check_against_torch(lambda x: F.batch_norm(x, None, None, training=True),
+                        lambda x: TF.batch_norm(x, None, None, training=True), [x], grad=(0,), rng=rng)
 
 
 def test_batch_norm_errors():
@@ -405,12 +413,13 @@ def test_batch_norm_errors():
 @pytest.mark.parametrize("shape,norm", [((3, 4, 6), (6,)), ((3, 4, 6), (4, 6)), ((5, 7), (7,)), ((2, 3, 1), (1,))])
 def test_layer_norm(rng, shape, norm):
     x, w, b = rng.standard_normal(shape), rng.standard_normal(norm), rng.standard_normal(norm)
-    check_against_torch(lambda x, w, b: F.layer_norm(x, norm, w, b, eps=1e-4), lambda x, w, b: TF.layer_norm(x, norm, w, b, eps=1e-4),
-         [x, w, b], grad=(0, 1, 2), rng=rng)
+    check_against_torch(lambda x, w, b: F.layer_norm(x, norm, w, b, eps=1e-4), lambda x, w,
+                        b: TF.layer_norm(x, norm, w, b, eps=1e-4), [x, w, b], grad=(0, 1, 2), rng=rng)
     check_against_torch(lambda x: F.layer_norm(x, norm), lambda x: TF.layer_norm(x, norm), [x], grad=(0,), rng=rng)
     axes = tuple(range(len(shape) - len(norm), len(shape)))
     xm = x.mean(axis=axes, keepdims=True)
-    close_max_scaled(F.layer_norm(A(x), norm, A(w), A(b)), (x - xm) / np.sqrt(x.var(axis=axes, keepdims=True) + 1e-5) * w + b)
+    close_max_scaled(F.layer_norm(A(x), norm, A(w), A(b)),
+                     (x - xm) / np.sqrt(x.var(axis=axes, keepdims=True) + 1e-5) * w + b)
 
 
 @pytest.mark.parametrize("dtype", [ampc.float32, ampc.float16, ampc.bfloat16])
@@ -423,20 +432,22 @@ def test_layer_norm_low_precision(rng, dtype):
     wr, br = (np.asarray(v).astype(NP[dtype]).astype(np.float64) for v in (w, b))
     want = (xr - xr.mean(1, keepdims=True)) / np.sqrt(xr.var(1, keepdims=True) + 1e-5) * wr + br
     close_max_scaled(ya, want, TOL[dtype])
-    check_against_torch(lambda x, w: F.layer_norm(x, (64,), w), lambda x, w: TF.layer_norm(x, (64,), w), [x, w], grad=(0, 1),
-         dtype=dtype, tol=TOL[dtype] * 4, rng=rng)
+    check_against_torch(lambda x, w: F.layer_norm(x, (64,), w), lambda x, w: TF.layer_norm(x, (64,), w), [x, w],
+                        grad=(0, 1), dtype=dtype, tol=TOL[dtype] * 4, rng=rng)
 
 
 @pytest.mark.parametrize("shape,groups", [((3, 6, 5), 3), ((2, 4, 3, 3), 2), ((2, 4), 4), ((2, 6, 2, 2), 1)])
 def test_group_norm(rng, shape, groups):
     x, w, b = rng.standard_normal(shape), rng.standard_normal(shape[1]), rng.standard_normal(shape[1])
-    check_against_torch(lambda x, w, b: F.group_norm(x, groups, w, b), lambda x, w, b: TF.group_norm(x, groups, w, b), [x, w, b],
-         grad=(0, 1, 2), rng=rng)
-    check_against_torch(lambda x: F.group_norm(x, groups), lambda x: TF.group_norm(x, groups), [x], grad=(0,), dtype=ampc.float32)
+    check_against_torch(lambda x, w, b: F.group_norm(x, groups, w, b), lambda x, w, b: TF.group_norm(x, groups, w, b),
+                        [x, w, b], grad=(0, 1, 2), rng=rng)
+    check_against_torch(lambda x: F.group_norm(x, groups), lambda x: TF.group_norm(x, groups), [x], grad=(0,),
+                        dtype=ampc.float32)
 
 
 def test_norm_errors():
-    with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[3\], expected input with shape \[\*, 3\], but got "
+    with pytest.raises(RuntimeError,
+                       match=r"Given normalized_shape=\[3\], expected input with shape \[\*, 3\], but got "
                                            r"input of size\[2, 3, 4\]"):
         F.layer_norm(ampc.zeros(2, 3, 4), (3,))
     with pytest.raises(RuntimeError, match=r"Expected weight to be of same shape as normalized_shape, but got weight "
@@ -569,7 +580,8 @@ def test_cross_entropy_class_targets(rng, shape, kw):
     ka, kt = dict(kw), dict(kw)
     if kw.get("weight"):
         ka["weight"], kt["weight"] = A(w), T(w)
-    check_against_torch(lambda x: F.cross_entropy(x, A(t), **ka), lambda x: TF.cross_entropy(x, T(t), **kt), [x], grad=(0,), rng=rng)
+    check_against_torch(lambda x: F.cross_entropy(x, A(t), **ka), lambda x: TF.cross_entropy(x, T(t), **kt), [x],
+                        grad=(0,), rng=rng)
     if len(shape) > 1:
         ref = np_cross_entropy(x, t, w if kw.get("weight") else None, kw.get("ignore_index", -100),
                                kw.get("label_smoothing", 0.0), kw.get("reduction", "mean"))
@@ -585,15 +597,15 @@ def test_cross_entropy_probability_targets(rng, kw):
     ka, kt = dict(kw), dict(kw)
     if kw.get("weight"):
         ka["weight"], kt["weight"] = A(w), T(w)
-    check_against_torch(lambda x, p: F.cross_entropy(x, p, **ka), lambda x, p: TF.cross_entropy(x, p, **kt), [x, p], grad=(0, 1),
-         rng=rng)
+    check_against_torch(lambda x, p: F.cross_entropy(x, p, **ka), lambda x, p: TF.cross_entropy(x, p, **kt), [x, p],
+                        grad=(0, 1), rng=rng)
 
 
 @pytest.mark.parametrize("dtype", [ampc.float32, ampc.float16, ampc.bfloat16])
 def test_cross_entropy_low_precision(rng, dtype):
     x, t = rng.standard_normal((16, 10)) * 3, rng.integers(0, 10, 16)
     check_against_torch(lambda x: F.cross_entropy(x, A(t), label_smoothing=0.1),
-         lambda x: TF.cross_entropy(x, T(t), label_smoothing=0.1), [x], grad=(0,), dtype=dtype, rng=rng)
+                        lambda x: TF.cross_entropy(x, T(t), label_smoothing=0.1), [x], grad=(0,), dtype=dtype, rng=rng)
 
 
 def test_cross_entropy_edge_cases_and_errors(rng):
@@ -631,7 +643,8 @@ def test_nll_loss(rng, kw):
     ka, kt = dict(kw), dict(kw)
     if kw.get("weight"):
         ka["weight"], kt["weight"] = A(w), T(w)
-    check_against_torch(lambda x: F.nll_loss(x, A(t), **ka), lambda x: TF.nll_loss(x, T(t), **kt), [lp], grad=(0,), rng=rng)
+    check_against_torch(lambda x: F.nll_loss(x, A(t), **ka), lambda x: TF.nll_loss(x, T(t), **kt), [lp], grad=(0,),
+                        rng=rng)
     with pytest.raises(IndexError, match="Target 4 is out of bounds."):
         F.nll_loss(A(lp[:, :, 0]), ampc.tensor([0, 1, 2, 3, 4, 0]))
 
@@ -670,11 +683,10 @@ def test_elementwise_losses(rng, name, reduction):
     ref = np_loss(name, x, t, **kn)
     ref = ref if reduction == "none" else (ref.mean() if reduction == "mean" else ref.sum())
     close_max_scaled(getattr(F, name)(A(x), A(t), **ka), np.asarray(ref))
-    check_against_torch(lambda x, t: getattr(F, name)(x, t, **ka), lambda x, t: getattr(TF, name)(x, t, **kt), [x, t], grad=(0, 1),
-         rng=rng)
-    check_against_torch(lambda x, t: getattr(F, name)(x, t, reduction=reduction), lambda x, t: getattr(TF, name)(x, t,
-                                                                                                    reduction=reduction),
-         [x, t], grad=(0,), dtype=ampc.float32, rng=rng)
+    check_against_torch(lambda x, t: getattr(F, name)(x, t, **ka), lambda x, t: getattr(TF, name)(x, t, **kt), [x, t],
+                        grad=(0, 1), rng=rng)
+    check_against_torch(lambda x, t: getattr(F, name)(x, t, reduction=reduction), lambda x,
+                        t: getattr(TF, name)(x, t, reduction=reduction), [x, t], grad=(0,), dtype=ampc.float32, rng=rng)
 
 
 def test_losses_broadcast_beta_zero_and_errors(rng):
@@ -682,10 +694,10 @@ def test_losses_broadcast_beta_zero_and_errors(rng):
     with warnings.catch_warnings():  # PyTorch warns about the broadcast target; ampc follows it silently
         warnings.simplefilter("ignore")
         check_against_torch(lambda x, t: F.mse_loss(x, t), lambda x, t: TF.mse_loss(x, t), [x, t], grad=(0, 1), rng=rng)
-        check_against_torch(lambda x, t: F.l1_loss(x, t, reduction="none"), lambda x, t: TF.l1_loss(x, t, reduction="none"), [x, t],
-             grad=(0, 1), rng=rng)
+        check_against_torch(lambda x, t: F.l1_loss(x, t, reduction="none"), lambda x,
+                            t: TF.l1_loss(x, t, reduction="none"), [x, t], grad=(0, 1), rng=rng)
     check_against_torch(lambda x, t: F.smooth_l1_loss(x, t, beta=0.0), lambda x, t: TF.smooth_l1_loss(x, t, beta=0.0),
-         [x, x[::-1].copy()], grad=(0, 1), rng=rng)
+                        [x, x[::-1].copy()], grad=(0, 1), rng=rng)
     assert math.isnan(F.mse_loss(ampc.zeros(0), ampc.zeros(0)).item())
     with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
         F.binary_cross_entropy(ampc.tensor([1.5]), ampc.tensor([1.0]))
@@ -724,18 +736,18 @@ def test_scaled_dot_product_attention(rng, kind):
     ka, kt = dict(kw), dict(kw)
     if mask is not None:
         ka["attn_mask"], kt["attn_mask"] = A(mask), T(mask)
-    check_against_torch(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **ka),
-         lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, **kt), [q, k, v], grad=(0, 1, 2), rng=rng)
+    check_against_torch(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **ka), lambda q, k,
+                        v: TF.scaled_dot_product_attention(q, k, v, **kt), [q, k, v], grad=(0, 1, 2), rng=rng)
     close_max_scaled(F.scaled_dot_product_attention(A(q), A(k), A(v), **ka),
-          np_sdpa(q, k, v, mask, kw.get("is_causal", False), kw.get("scale")))
+                     np_sdpa(q, k, v, mask, kw.get("is_causal", False), kw.get("scale")))
 
 
 def test_sdpa_dtypes_dropout_and_errors(rng):
     q, k, v = rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 7, 8)), rng.standard_normal((2, 7, 4))
     for dtype in (ampc.float32, ampc.float16, ampc.bfloat16):
-        check_against_torch(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-             lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True), [q, k, v], dtype=dtype,
-             grad=(0, 1, 2), tol=TOL[dtype] * 3, rng=rng)
+        check_against_torch(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), lambda q, k,
+                            v: TF.scaled_dot_product_attention(q, k, v, is_causal=True), [q, k, v], dtype=dtype,
+                            grad=(0, 1, 2), tol=TOL[dtype] * 3, rng=rng)
     qa, ka, va = A(q, requires_grad=True), A(k), A(v)
     ampc.manual_seed(3)
     y1 = F.scaled_dot_product_attention(qa, ka, va, dropout_p=0.5)
@@ -748,7 +760,7 @@ def test_sdpa_dtypes_dropout_and_errors(rng):
     mask = np.zeros((5, 7), bool)  # a fully masked row attends to nothing: zeros, as PyTorch
     mask[1:] = True
     close_max_scaled(F.scaled_dot_product_attention(A(q), ka, va, attn_mask=A(mask)),
-          TF.scaled_dot_product_attention(T(q), T(k), T(v), attn_mask=T(mask)))
+                     TF.scaled_dot_product_attention(T(q), T(k), T(v), attn_mask=T(mask)))
     with pytest.raises(RuntimeError, match="Explicit attn_mask should not be set when is_causal=True"):
         F.scaled_dot_product_attention(ka, ka, va, attn_mask=A(mask), is_causal=True)
 
@@ -803,7 +815,8 @@ def test_gradcheck_central_differences(rng):
 def test_pad_constant(rng):
     x = rng.standard_normal((2, 3, 4))
     check_against_torch(lambda x: F.pad(x, (1, 2)), lambda x: TF.pad(x, (1, 2)), [x])
-    check_against_torch(lambda x: F.pad(x, (1, 0, -1, 2), value=3.0), lambda x: TF.pad(x, (1, 0, -1, 2), value=3.0), [x])
+    check_against_torch(lambda x: F.pad(x, (1, 0, -1, 2), value=3.0), lambda x: TF.pad(x, (1, 0, -1, 2), value=3.0),
+                        [x])
 
 
 # ---------------------------------------------------------------- autocast
@@ -836,7 +849,8 @@ def test_autocast_policies(rng):
                                      ("sigmoid", {}), ("tanh", {})])
 def test_activation_wrappers(rng, name, kw):
     x = rng.standard_normal((3, 4))
-    check_against_torch(lambda x: getattr(F, name)(x, **kw), lambda x: getattr(TF, name)(x, **kw), [x], grad=(0,), rng=rng)
+    check_against_torch(lambda x: getattr(F, name)(x, **kw), lambda x: getattr(TF, name)(x, **kw), [x], grad=(0,),
+                        rng=rng)
 
 
 def test_inplace_activations():

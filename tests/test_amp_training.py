@@ -231,6 +231,14 @@ def test_grad_scale_will_not_overflow():
 
 # ---------------------------------------------------------------------------- 11, 12: clipping
 
+def _clipped_control_step(loss, model, optimizer, max_norm, i, skip_iter, scaler):
+    """The unscaled run of the clipping tests: backward, clip the gradients to max_norm, step
+    unless this is the iteration the scaled run skips."""
+    loss.backward()
+    ampc.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    _step_unless_skipped(optimizer, i, skip_iter, scaler)
+
+
 def test_grad_scaling_clipping():
     def run(data, model, optimizer, scaler, loss_fn, skip_iter, try_scaling_api):
         max_norm = 0.2  # a value that actually clips
@@ -244,9 +252,7 @@ def test_grad_scaling_clipping():
                 scaler.step(optimizer)
                 scaler.update()
             else:
-                loss.backward()
-                ampc.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-                _step_unless_skipped(optimizer, i, skip_iter, scaler)
+                _clipped_control_step(loss, model, optimizer, max_norm, i, skip_iter, scaler)
 
     _run_scaling_case(run, unskipped=3, skipped=1, atol=1e-5)
 
@@ -265,9 +271,7 @@ def test_grad_scaling_clipping_separate_unscale():
                 scaler.step(optimizer)
                 scaler.update()
             else:
-                loss.backward()
-                ampc.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-                _step_unless_skipped(optimizer, i, skip_iter, scaler)
+                _clipped_control_step(loss, model, optimizer, max_norm, i, skip_iter, scaler)
 
     _run_scaling_case(run, unskipped=3, skipped=1)
 

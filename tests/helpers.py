@@ -2,11 +2,11 @@
 test-backend-ops: one helper, every op, every backend).
 
   dtype tables      DTYPES, NP_OF, FLOATS
-  making tensors    random_array, tensor, make, dev_copy, from_torch, copy_torch_weights
-  reading tensors   host (float64 copy), host_exact (ints and bools kept exact)
+  making tensors    random_array, tensor, make, on, dev_copy, from_torch, copy_torch_weights
+  reading tensors   host (float64 copy), host_exact (ints and bools kept exact), numpy_copy, bits
   comparing         check_close, close, close_max_scaled, assert_allclose
   mixed precision   assert_step_and_update_make_no_host_reads
-  CPU against CUDA  run_on_cpu_and_cuda + check_runs, seeded_on_cpu_and_cuda
+  CPU against CUDA  run_on_cpu_and_cuda + check_runs, seeded_on_cpu_and_cuda, deferred_index_error
   ampc against torch  check_op (one call: forward values, dtypes and gradients), ampc_and_torch
 
 A test file imports what it uses (`from helpers import check_op, host`); a helper needed by two
@@ -72,6 +72,12 @@ def dev_copy(t, device):
     return t.to(device) if device != "cpu" else t.clone()
 
 
+def on(dev, arr):
+    """A tensor of arr's values on dev, in fresh memory (never a view of arr or of another test
+    tensor, also when dev is the CPU)."""
+    return ampc.from_numpy(np.array(arr, copy=True, order="C")).to(dev)
+
+
 def from_torch(t, dtype=None):
     """The ampc CPU tensor of a torch tensor's values (through NumPy; dtype optional)."""
     return ampc.tensor(t.detach().numpy(), dtype=dtype)
@@ -106,6 +112,17 @@ def host_exact(t):
     if t.dtype in (ampc.int64, ampc.int32, ampc.uint8):
         return t.numpy().astype(np.int64)
     return t.double().numpy().copy()
+
+
+def numpy_copy(t):
+    """NumPy copy of a tensor on any device, in the tensor's own dtype (bits intact)."""
+    return np.array(t.cpu().numpy(), copy=True)
+
+
+def bits(a):
+    """The bit patterns of a NumPy array (at least 1-D) as unsigned integers of its width."""
+    a = np.atleast_1d(a)
+    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
 
 
 # ---------------------------------------------------------------- comparing
@@ -237,6 +254,16 @@ def check_runs(runs, tol, what, gtol=None, exact_outputs=()):
         if a is not None:
             assert a.dtype == b.dtype, (what, k, a.dtype, b.dtype)
             close(a, b, gtol, f"{what} grad {k}")
+
+
+def deferred_index_error(run):
+    """run() on a GPU fails at the next synchronising call (.cpu()); on the CPU at once."""
+    import pytest
+
+    with pytest.raises(IndexError):
+        out = run()
+        if out is not None:
+            out.cpu()
 
 
 def seeded_on_cpu_and_cuda(make_on, cuda, seed=5):

@@ -14,7 +14,7 @@ import pytest
 
 import ampc
 import ampc.nn.functional as F
-from helpers import FLOATS, host
+from helpers import deferred_index_error, FLOATS, host
 
 DTYPES = [ampc.float32, ampc.float16, ampc.bfloat16, ampc.float64, ampc.int64, ampc.int32, ampc.uint8, ampc.bool]
 NP_OF = {ampc.float32: np.float32, ampc.float16: np.float16, ampc.bfloat16: ml_dtypes.bfloat16,
@@ -60,14 +60,6 @@ def layouts(t):
     yield "contiguous", t.clone()
     if t.dim() >= 2:
         yield "transposed", t.transpose(0, -1).contiguous().transpose(0, -1)
-
-
-def deferred_index_error(run):
-    """run() on a GPU fails at the next synchronising call (.cpu()); on the CPU at once."""
-    with pytest.raises(IndexError):
-        out = run()
-        if out is not None:
-            out.cpu()
 
 
 # ---------------------------------------------------------------- gather form

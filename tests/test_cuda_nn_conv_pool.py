@@ -11,7 +11,7 @@ import pytest
 
 import ampc
 import ampc.nn.functional as F
-from helpers import FLOATS, check_runs, close, host, make, run_on_cpu_and_cuda
+from helpers import FLOATS, check_runs, close, make, run_on_cpu_and_cuda
 
 NP = {ampc.float32: np.float32, ampc.float64: np.float64, ampc.float16: np.float16, ampc.bfloat16: ml_dtypes.bfloat16}
 # elementwise tolerance relative to |want| + mean |want| (sums run in fp32 on the GPU, double on the CPU)

@@ -14,7 +14,7 @@ import pytest
 
 import ampc
 import ampc.nn.functional as F
-from helpers import check_close, host, tensor
+from helpers import check_close, tensor
 
 TOL = {ampc.float32: 2e-5, ampc.float16: 2e-3, ampc.bfloat16: 1.6e-2, ampc.float64: 1e-11}
 LOSSES = ["mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"]

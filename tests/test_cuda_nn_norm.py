@@ -10,7 +10,7 @@ import pytest
 
 import ampc
 import ampc.nn.functional as F
-from helpers import FLOATS, check_runs, close, host, make, run_on_cpu_and_cuda
+from helpers import FLOATS, check_runs, close, make, run_on_cpu_and_cuda
 
 # elementwise tolerance relative to |want| + mean |want|: the GPU computes in fp32, the CPU in double
 TOL = {ampc.float64: 1e-9, ampc.float32: 3e-5, ampc.float16: 2e-3, ampc.bfloat16: 1.6e-2}

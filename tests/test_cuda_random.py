@@ -6,7 +6,6 @@ dropout and its backward (masked_scale); and the statistics of draws made on the
 Each case seeds the generators (ampc.manual_seed seeds every device with offset 0), draws on the
 CPU, seeds again and draws on `cuda` (tests/conftest.py).
 """
-import ml_dtypes
 import numpy as np
 import pytest
 

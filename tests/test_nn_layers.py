@@ -5,7 +5,6 @@ statistics and train/eval behaviour; PyTorch's default initialisation statistics
 nn.utils.clip_grad_norm_ / clip_grad_value_ / parameters_to_vector against torch."""
 import math
 import warnings
-from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ import torch
 
 import ampc
 import ampc.nn as nn
-from helpers import assert_allclose, copy_torch_weights, from_torch
+from helpers import assert_allclose, copy_torch_weights
 
 RNG = np.random.default_rng(77)
 

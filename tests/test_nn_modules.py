@@ -12,7 +12,7 @@ import torch
 
 import ampc
 import ampc.nn as nn
-from helpers import ampc_and_torch, copy_torch_weights, from_torch
+from helpers import ampc_and_torch, copy_torch_weights
 
 RNG = np.random.default_rng(2024)
 

@@ -15,7 +15,7 @@ import pytest
 
 import ampc
 import ampc.random
-from helpers import FLOATS, host
+from helpers import host
 
 NP_OF = {ampc.float32: np.float32, ampc.float16: np.float16, ampc.bfloat16: ml_dtypes.bfloat16,
          ampc.float64: np.float64, ampc.int64: np.int64, ampc.int32: np.int32, ampc.uint8: np.uint8,

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from common import machine_line, print_table, time_per_call, try_import_torch
+from common import machine_line, print_table, square_operands, time_per_call, try_import_torch
 
 import ampc
 
@@ -43,10 +43,7 @@ def float32_table(sizes, torch):
     features = ampc._C._gemm_features()
     rows = []
     for n in sizes:
-        rng = np.random.default_rng(n)
-        x = rng.standard_normal((n, n)).astype(np.float32)
-        y = rng.standard_normal((n, n)).astype(np.float32)
-        ax, ay = ampc.from_numpy(x), ampc.from_numpy(y)
+        x, y, ax, ay = square_operands(n)
         fns = {"ampc": lambda: ampc.mm(ax, ay), "fallback": with_backend("fallback", lambda: ampc.mm(ax, ay)),
                "numpy": lambda: np.matmul(x, y)}
         if torch is not None:

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from common import machine_line, print_table, time_per_call, try_import_torch
+from common import machine_line, print_table, square_operands, time_per_call, try_import_torch
 
 import ampc
 
@@ -39,10 +39,7 @@ def gemm(sizes):
     torch = try_import_torch()
     rows = []
     for n in sizes:
-        rng = np.random.default_rng(n)
-        x = rng.standard_normal((n, n)).astype(np.float32)
-        y = rng.standard_normal((n, n)).astype(np.float32)
-        ax, ay = ampc.from_numpy(x), ampc.from_numpy(y)
+        x, y, ax, ay = square_operands(n)
         flops = 2.0 * n ** 3
         g_ampc = flops / time_per_call(lambda: ampc.mm(ax, ay), min_time=0.3, repeat=3) / 1e9
         g_np = flops / time_per_call(lambda: x @ y, min_time=0.3, repeat=3) / 1e9

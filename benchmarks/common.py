@@ -19,6 +19,19 @@ def try_import_torch():
         return None
 
 
+def square_operands(n):
+    """Two seeded (n, n) float32 matrices as NumPy arrays and as ampc tensors sharing their memory:
+    (x, y, ampc x, ampc y), the same operands for every GEMM benchmark of size n."""
+    import numpy as np
+
+    import ampc
+
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((n, n)).astype(np.float32)
+    y = rng.standard_normal((n, n)).astype(np.float32)
+    return x, y, ampc.from_numpy(x), ampc.from_numpy(y)
+
+
 def time_per_call(fn, min_time=0.2, repeat=5):
     """Best-of-`repeat` seconds per call of fn(), each run looping for at least min_time."""
     fn()

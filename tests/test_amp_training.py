@@ -14,6 +14,7 @@ import torch
 import ampc
 from ampc import _C
 from ampc.amp import GradScaler
+from helpers import assert_allclose, assert_step_and_update_make_no_host_reads
 
 DEVICE = "cpu"
 
@@ -44,11 +45,17 @@ def _create_scaling_case(optimizer_ctor=ampc.optim.SGD, optimizer_kwargs=None, s
     return _create_scaling_models_optimizers(optimizer_ctor, optimizer_kwargs) + (data, loss_fn, skip_iter)
 
 
-def _close(a, b, atol, rtol=1e-5):
-    if a is None or b is None:  # grads zeroed with set_to_none on both sides
-        assert a is None and b is None
-        return
-    np.testing.assert_allclose(a.detach().float().numpy(), b.detach().float().numpy(), atol=atol, rtol=rtol)
+def _inject_inf(model, i, skip_iter, scaler):
+    """On iteration skip_iter of a scaled run, an inf in one gradient: the scaler must skip that step."""
+    if i == skip_iter and scaler.is_enabled():
+        with ampc.no_grad():
+            model[1].weight.grad.fill_(float("inf"))
+
+
+def _step_unless_skipped(optimizer, i, skip_iter, scaler):
+    """The control run's step: none on the iteration whose scaled twin the inf makes skip."""
+    if (not scaler.is_enabled()) or (i != skip_iter):
+        optimizer.step()
 
 
 def _run_scaling_case(run, unskipped, skipped, atol=1e-7, optimizer_ctor=ampc.optim.SGD, optimizer_kwargs=None):
@@ -68,15 +75,15 @@ def _run_scaling_case(run, unskipped, skipped, atol=1e-7, optimizer_ctor=ampc.op
         else:
             assert scaler.get_scale() == 1.0
         for c, s in zip(mod_control.parameters(), mod_scaling.parameters()):
-            _close(c.grad, s.grad, atol)
+            assert_allclose(c.grad, s.grad, rtol=1e-5, atol=atol)
             c_state, s_state = opt_control.state[c], opt_scaling.state[s]
             for k in c_state:
                 cv, sv = c_state[k], s_state[k]
                 if isinstance(cv, ampc.Tensor):
-                    _close(cv, sv, atol)
+                    assert_allclose(cv, sv, rtol=1e-5, atol=atol)
                 else:
                     assert cv == sv, k
-            _close(c, s, atol)
+            assert_allclose(c, s, rtol=1e-5, atol=atol)
 
 
 # ---------------------------------------------------------------------------- 7: autocast + scaling
@@ -90,17 +97,14 @@ def _autocast_run(try_pickle):
                 loss = loss_fn(output, target)
             if try_scaling_api:
                 scaler.scale(loss).backward()
-                if i == skip_iter and scaler.is_enabled():
-                    with ampc.no_grad():
-                        model[1].weight.grad.fill_(float("inf"))
+                _inject_inf(model, i, skip_iter, scaler)
                 scaler.step(optimizer)
                 scaler.update()
                 if try_pickle:
                     scaler = pickle.loads(pickle.dumps(scaler))
             else:
                 loss.backward()
-                if (not scaler.is_enabled()) or (i != skip_iter):
-                    optimizer.step()
+                _step_unless_skipped(optimizer, i, skip_iter, scaler)
         return scaler
 
     return run
@@ -167,13 +171,13 @@ def test_grad_scaling_autocast_fused_optimizers(optimizer_ctor, amsgrad, separat
             scaler.step(opt)
             scaler.update()
             losses.append(loss)
-        _close(losses[0], losses[1], 0, 0)
+        assert_allclose(losses[0], losses[1], rtol=0, atol=0)
         assert s_ref.get_scale() == s_amp.get_scale()
     for p_ref, p_amp in zip(m_ref.parameters(), m_amp.parameters()):
-        _close(p_ref, p_amp, 0, 0)
-        _close(p_ref.grad, p_amp.grad, 0, 0)
+        assert_allclose(p_ref, p_amp, rtol=0, atol=0)
+        assert_allclose(p_ref.grad, p_amp.grad, rtol=0, atol=0)
         for k, v in o_ref.state[p_ref].items():
-            _close(v.reshape(-1), o_amp.state[p_amp][k].reshape(-1), 0, 0)  # step compared squeezed
+            assert_allclose(v.reshape(-1), o_amp.state[p_amp][k].reshape(-1), rtol=0, atol=0)  # step compared squeezed
 
 
 # ---------------------------------------------------------------------------- 9: invalidated grads
@@ -227,6 +231,14 @@ def test_grad_scale_will_not_overflow():
 
 # ---------------------------------------------------------------------------- 11, 12: clipping
 
+def _clipped_control_step(loss, model, optimizer, max_norm, i, skip_iter, scaler):
+    """The unscaled run of the clipping tests: backward, clip the gradients to max_norm, step
+    unless this is the iteration the scaled run skips."""
+    loss.backward()
+    ampc.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    _step_unless_skipped(optimizer, i, skip_iter, scaler)
+
+
 def test_grad_scaling_clipping():
     def run(data, model, optimizer, scaler, loss_fn, skip_iter, try_scaling_api):
         max_norm = 0.2  # a value that actually clips
@@ -236,16 +248,11 @@ def test_grad_scaling_clipping():
             if try_scaling_api:
                 scaler.scale(loss).backward()
                 ampc.nn.utils.clip_grad_norm_(model.parameters(), max_norm * scaler.get_scale())
-                if i == skip_iter and scaler.is_enabled():
-                    with ampc.no_grad():
-                        model[1].weight.grad.fill_(float("inf"))
+                _inject_inf(model, i, skip_iter, scaler)
                 scaler.step(optimizer)
                 scaler.update()
             else:
-                loss.backward()
-                ampc.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-                if (not scaler.is_enabled()) or (i != skip_iter):
-                    optimizer.step()
+                _clipped_control_step(loss, model, optimizer, max_norm, i, skip_iter, scaler)
 
     _run_scaling_case(run, unskipped=3, skipped=1, atol=1e-5)
 
@@ -258,18 +265,13 @@ def test_grad_scaling_clipping_separate_unscale():
             loss = loss_fn(model(input), target)
             if try_scaling_api:
                 scaler.scale(loss).backward()
-                if i == skip_iter and scaler.is_enabled():
-                    with ampc.no_grad():
-                        model[1].weight.grad.fill_(float("inf"))
+                _inject_inf(model, i, skip_iter, scaler)
                 scaler.unscale_(optimizer)
                 ampc.nn.utils.clip_grad_norm_(model.parameters(), max_norm, error_if_nonfinite=False)
                 scaler.step(optimizer)
                 scaler.update()
             else:
-                loss.backward()
-                ampc.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-                if (not scaler.is_enabled()) or (i != skip_iter):
-                    optimizer.step()
+                _clipped_control_step(loss, model, optimizer, max_norm, i, skip_iter, scaler)
 
     _run_scaling_case(run, unskipped=3, skipped=1)
 
@@ -307,15 +309,12 @@ def test_grad_scaling_penalty(loss, monkeypatch):
             loss = loss + grad_norm
             if try_scaling_api:
                 scaler.scale(loss).backward()
-                if i == skip_iter and scaler.is_enabled():
-                    with ampc.no_grad():
-                        model[1].weight.grad.fill_(float("inf"))
+                _inject_inf(model, i, skip_iter, scaler)
                 scaler.step(optimizer)
                 scaler.update()
             else:
                 loss.backward()
-                if (not scaler.is_enabled()) or (i != skip_iter):
-                    optimizer.step()
+                _step_unless_skipped(optimizer, i, skip_iter, scaler)
 
     _run_scaling_case(run, unskipped=3, skipped=1)
 
@@ -360,9 +359,7 @@ def test_grad_scaling_multiple(enabled):
             if try_scaling_api:
                 scaler.scale(loss0).backward(retain_graph=True)
                 scaler.scale(loss1).backward()
-                if i == skip_iter and scaler.is_enabled():
-                    with ampc.no_grad():
-                        model1[1].weight.grad.fill_(float("inf"))
+                _inject_inf(model1, i, skip_iter, scaler)
                 scaler.unscale_(optimizer0)  # a separate unscale_ for one of the optimizers
                 scaler.step(optimizer0)
                 scaler.step(optimizer1)
@@ -371,8 +368,7 @@ def test_grad_scaling_multiple(enabled):
                 loss0.backward(retain_graph=True)
                 loss1.backward()
                 optimizer0.step()
-                if (not scaler.is_enabled()) or (i != skip_iter):
-                    optimizer1.step()
+                _step_unless_skipped(optimizer1, i, skip_iter, scaler)
 
     run(mod_control0, mod_control1, opt_control0, opt_control1, False)
     run(mod_scaling0, mod_scaling1, opt_scaling0, opt_scaling1, True)
@@ -380,7 +376,7 @@ def test_grad_scaling_multiple(enabled):
     assert scaler.get_scale() == expected
     for c, s in zip(chain(mod_control0.parameters(), mod_control1.parameters()),
                     chain(mod_scaling0.parameters(), mod_scaling1.parameters())):
-        _close(c, s, atol=1e-7)
+        assert_allclose(c, s, rtol=1e-5, atol=1e-7)
 
 
 # ---------------------------------------------------------------------------- sync-free
@@ -395,15 +391,8 @@ def test_step_and_update_make_no_host_reads(optimizer_ctor, separate_unscale):
         with ampc.autocast(DEVICE, dtype=ampc.float16):
             loss = loss_fn(model(x), y)
         scaler.scale(loss).backward()
-        if i == skip_iter:
-            with ampc.no_grad():
-                model[1].weight.grad.fill_(float("inf"))
-        before = _C._host_read_count()
-        if separate_unscale:
-            scaler.unscale_(opt)
-        scaler.step(opt)
-        scaler.update()
-        assert _C._host_read_count() == before, "step + update read the device"
+        _inject_inf(model, i, skip_iter, scaler)
+        assert_step_and_update_make_no_host_reads(scaler, opt, separate_unscale)
     assert scaler.get_scale() == 2.0 ** 16 * 2 * 0.5  # growth after iters 0-1, backoff at 2
     # the foreign path reads found_inf once per step, as PyTorch's .item()
     foreign = ForeignOptimizer(opt)

@@ -71,6 +71,13 @@ UNARY = {
 }
 
 
+def _times_two(name, backward):
+    """An autograd.Function `name` whose forward is a * 2 and whose backward is `backward(ctx, g)`:
+    the tests plant wrong backwards in it (wrong count, wrong value, raising)."""
+    return type(name, (ampc.autograd.Function,), {"forward": staticmethod(lambda ctx, a: a * 2),
+                                                   "backward": staticmethod(backward)})
+
+
 def domain(kind, shape, contiguous=True):
     lows = {"pos": (0.3, 2.0)}
     make = (lambda s, lo=None, hi=None: T(s, low=lo, high=hi)) if contiguous else noncontig
@@ -708,14 +715,7 @@ def test_custom_function_mark_dirty_and_errors():
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad has been used in an in-place"):
         AddOneInplace.apply(T((2,)))
 
-    class WrongCount(ampc.autograd.Function):
-        @staticmethod
-        def forward(ctx, a):
-            return a * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g, g
+    WrongCount = _times_two("WrongCount", lambda ctx, g: (g, g))
 
     with pytest.raises(RuntimeError, match="returned an incorrect number of gradients"):
         WrongCount.apply(x).sum().backward()
@@ -806,14 +806,7 @@ def test_mlp_grads_match_torch():
 
 
 def test_gradcheck_catches_wrong_gradients():
-    class Wrong(ampc.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 3
+    Wrong = _times_two("Wrong", lambda ctx, g: g * 3)
 
     with pytest.raises(GradcheckError, match="Jacobian mismatch"):
         gradcheck(Wrong.apply, (T((3,)),))

@@ -15,6 +15,7 @@ import pytest
 import ampc
 from ampc import _C
 from ampc.amp import GradScaler
+from helpers import assert_step_and_update_make_no_host_reads, dev_copy, host
 
 FLOAT_DTYPES = ["float32", "float16", "bfloat16"]
 SIZES = [0, 1, 1000, (1 << 20) + 7]
@@ -22,11 +23,6 @@ SIZES = [0, 1, 1000, (1 << 20) + 7]
 
 def dt(name):
     return getattr(ampc, name)
-
-
-def host(t):
-    """Values as float64 NumPy (fp16/bf16 widen exactly)."""
-    return t.detach().cpu().double().numpy()
 
 
 def same_values(a, b):
@@ -40,18 +36,12 @@ def same_values(a, b):
     assert np.array_equal(np.signbit(x[ok]), np.signbit(y[ok]))
 
 
-def make(rng, shape, dtype, scale=1.0):
+def rounded_randn(rng, shape, dtype, scale=1.0):
     """A float32 array rounded to `dtype` (so CPU and GPU start from the same stored values) and
     the ampc CPU tensor holding it."""
     x = (rng.standard_normal(shape) * scale).astype(np.float32)
     t = ampc.tensor(x).to(dt(dtype))
     return t
-
-
-def dev_copy(t, device):
-    """An independent copy of t on `device` (in the CPU dry run `.to("cpu")` would alias t, and
-    the in-place ops under test would then run twice on one tensor)."""
-    return t.to(device) if device != "cpu" else t.clone()
 
 
 def pair(t, cuda):
@@ -70,7 +60,7 @@ def scalar(value, device, dtype=ampc.float32):
 @pytest.mark.parametrize("inv", [1.0 / 65536.0, 1.0 / 3000.0, 1.0])
 def test_unscale_matches_cpu_bit_exact(cuda, dtype, size, inv):
     rng = np.random.default_rng(size + 1)
-    g_cpu, g_gpu = pair(make(rng, (size,), dtype, scale=1000.0), cuda)
+    g_cpu, g_gpu = pair(rounded_randn(rng, (size,), dtype, scale=1000.0), cuda)
     out = []
     for g, dev in ((g_cpu, "cpu"), (g_gpu, cuda)):
         found = scalar(0.0, dev)
@@ -88,7 +78,7 @@ def _long_list(rng, n, dtypes, max_size=5000, big_every=0):
         shape = () if r == 0 else (0,) if r == 1 else (int(rng.integers(1, max_size)),)
         if big_every and i % big_every == big_every - 1:
             shape = (int(rng.integers(40000, 70000)),)  # several chunks each
-        ts.append(make(rng, shape, dtypes[i % len(dtypes)], scale=100.0))
+        ts.append(rounded_randn(rng, shape, dtypes[i % len(dtypes)], scale=100.0))
     return ts
 
 
@@ -131,7 +121,7 @@ def test_unscale_finds_a_single_non_finite_value_anywhere(cuda, bad, where):
 
 def test_unscale_keeps_a_set_found_inf_and_handles_strided_grads(cuda):
     rng = np.random.default_rng(5)
-    base = make(rng, (64, 48), "float32", scale=10.0)
+    base = rounded_randn(rng, (64, 48), "float32", scale=10.0)
     views = {
         "transposed": lambda t: t.t(),           # dense, permuted: the flat fast path
         "sliced": lambda t: t[:, 3:20],          # not dense: the strided path
@@ -206,7 +196,7 @@ def _close_norm(a, b, dtype):
 @pytest.mark.parametrize("size", [1, 1000, (1 << 20) + 7])
 def test_norm_single_tensor(cuda, p, dtype, size):
     rng = np.random.default_rng(size)
-    t = make(rng, (size,), dtype, scale=3.0)
+    t = rounded_randn(rng, (size,), dtype, scale=3.0)
     a, b, odt = _norm_both(cuda, [t], p)
     _close_norm(a, b, odt)
 
@@ -239,13 +229,13 @@ def test_norm_edge_cases(cuda):
     _close_norm(a, b, odt)
     # inf and NaN
     for bad in (math.inf, math.nan):
-        ts = [make(rng, (5000,), "float32") for _ in range(3)]
+        ts = [rounded_randn(rng, (5000,), "float32") for _ in range(3)]
         ts[1][4321] = bad
         for p in NORM_PS:
             a, b, odt = _norm_both(cuda, ts, p)
             _close_norm(a, b, odt)
     # strided input (the frontend makes it contiguous first)
-    m = make(rng, (300, 200), "float32")
+    m = rounded_randn(rng, (300, 200), "float32")
     a, b, odt = _norm_both(cuda, [m.t(), m[:, 5:50]], 2.0)
     _close_norm(a, b, odt)
 
@@ -258,8 +248,8 @@ def test_scale_matches_cpu_bit_exact(cuda, scale_dtype):
     ts = _long_list(rng, 2000, FLOAT_DTYPES + ["float64"], big_every=100)
     cpu = [t.clone() for t in ts]
     gpu = [dev_copy(t, cuda) for t in ts]
-    base_cpu, base_gpu = pair(make(rng, (80, 60), "float32"), cuda)       # scaled through a transposed view
-    sliced_cpu, sliced_gpu = pair(make(rng, (50, 40), "bfloat16"), cuda)  # through a strided slice
+    base_cpu, base_gpu = pair(rounded_randn(rng, (80, 60), "float32"), cuda)       # scaled through a transposed view
+    sliced_cpu, sliced_gpu = pair(rounded_randn(rng, (50, 40), "bfloat16"), cuda)  # through a strided slice
     cpu += [base_cpu.t(), sliced_cpu[::3, 2:30]]
     gpu += [base_gpu.t(), sliced_gpu[::3, 2:30]]
     value = 0.7310585786300049
@@ -365,12 +355,7 @@ def test_step_and_update_make_no_host_reads(device, opt_name, separate_unscale):
         if i == 2:
             with ampc.no_grad():
                 list(model.parameters())[2].grad.fill_(math.inf)
-        before = _C._host_read_count()
-        if separate_unscale:
-            scaler.unscale_(opt)
-        scaler.step(opt)
-        scaler.update()
-        assert _C._host_read_count() == before, "step + update read the device"
+        assert_step_and_update_make_no_host_reads(scaler, opt, separate_unscale)
     assert scaler.get_scale() == 2.0 ** 16 * 2 * 0.5  # growth after steps 0-1, backoff at 2
 
 

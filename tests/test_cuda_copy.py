@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import ampc
+from helpers import bits, numpy_copy, on
 
 DTYPES = ["float32", "float16", "bfloat16", "float64", "int64", "int32", "uint8", "bool"]
 FLOATS = ["float32", "float16", "bfloat16", "float64"]
@@ -25,28 +26,14 @@ def dt(name):
     return getattr(ampc, name)
 
 
-def on(dev, arr):
-    """A tensor of arr's values on dev, in fresh memory (also when dev is the CPU)."""
-    return ampc.from_numpy(np.array(arr, copy=True, order="C")).to(dev)
-
-
-def to_numpy(t):
-    return np.array(t.cpu().numpy(), copy=True)
-
-
-def bits(a):
-    a = np.atleast_1d(a)
-    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
-
-
 def assert_identical(got, expect, what, nan_bits=True):
     """Same dtype, shape and bits (with nan_bits=False, NaNs need only be in the same places)."""
     assert got.dtype == expect.dtype, f"{what}: dtype {got.dtype} != {expect.dtype}"
     assert tuple(got.shape) == tuple(expect.shape), f"{what}: shape {tuple(got.shape)} != {tuple(expect.shape)}"
-    g, e = bits(to_numpy(got)), bits(to_numpy(expect))
+    g, e = bits(numpy_copy(got)), bits(numpy_copy(expect))
     if not nan_bits and got.dtype in (ampc.float32, ampc.float16, ampc.bfloat16, ampc.float64):
-        gnan = np.isnan(np.atleast_1d(to_numpy(got)).astype(np.float64))
-        enan = np.isnan(np.atleast_1d(to_numpy(expect)).astype(np.float64))
+        gnan = np.isnan(np.atleast_1d(numpy_copy(got)).astype(np.float64))
+        enan = np.isnan(np.atleast_1d(numpy_copy(expect)).astype(np.float64))
         np.testing.assert_array_equal(gnan, enan, err_msg=f"{what}: NaN positions")
         g, e = g[~enan], e[~enan]
     bad = np.flatnonzero(g != e)
@@ -241,7 +228,7 @@ def test_host_to_device(cuda, dtype):
     for name, view, src in [("sliced", lambda b: b[:, ::2], c), ("transposed", lambda b: b.t(), c),
                             ("broadcast source", lambda b: b[:, 1::2], c[0]), ("cast", lambda b: b[:, ::2], c.to(dt(other)))]:
         ref = ampc.full((37, 58), 7, dtype=dt(dtype)) if name != "transposed" else ampc.full((29, 37), 7, dtype=dt(dtype))
-        dev = on(cuda, to_numpy(ref))
+        dev = on(cuda, numpy_copy(ref))
         view(ref).copy_(src)
         view(dev).copy_(src)
         assert_identical(dev, ref, f"{dtype} host -> strided device {name}")
@@ -324,13 +311,13 @@ def test_fill(cuda, dtype):
 def test_fill_from_device_scalar_and_factories(cuda):
     t = ampc.empty(5, 3, device=cuda)
     t.fill_(on(cuda, np.array(2.5, np.float32)))
-    assert to_numpy(t).tolist() == [[2.5] * 3] * 5
-    assert to_numpy(ampc.ones(4, dtype=ampc.int64, device=cuda)).tolist() == [1] * 4
-    assert to_numpy(ampc.zeros(2, 2, dtype=ampc.bfloat16, device=cuda)).astype(np.float32).tolist() == [[0.0, 0.0]] * 2
+    assert numpy_copy(t).tolist() == [[2.5] * 3] * 5
+    assert numpy_copy(ampc.ones(4, dtype=ampc.int64, device=cuda)).tolist() == [1] * 4
+    assert numpy_copy(ampc.zeros(2, 2, dtype=ampc.bfloat16, device=cuda)).astype(np.float32).tolist() == [[0.0, 0.0]] * 2
     z = ampc.zeros(3, 4, device=cuda)
     z.t().zero_()
     z[1].fill_(-1)
-    assert to_numpy(z).tolist() == [[0.0] * 4, [-1.0] * 4, [0.0] * 4]
+    assert numpy_copy(z).tolist() == [[0.0] * 4, [-1.0] * 4, [0.0] * 4]
 
 
 def test_non_blocking_pinned_transfers(cuda):

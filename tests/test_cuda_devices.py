@@ -27,10 +27,7 @@ from ampc import _C
 from ampc.amp import GradScaler
 from ampc.monitor import AMPMonitor
 from ampc.utils.data import DataLoader, Subset, TensorDataset
-
-
-def host(t):
-    return t.detach().cpu().double().numpy()
+from helpers import host
 
 
 def device_type(device):

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import ampc
+from helpers import bits, numpy_copy, on
 
 DTYPES = ["float32", "float16", "bfloat16", "float64", "int64", "int32", "uint8", "bool"]
 FLOATS = ["float32", "float16", "bfloat16", "float64"]
@@ -61,27 +62,12 @@ def nonzero(arr):
     return np.where(arr == 0, np.asarray(3, arr.dtype), arr)
 
 
-def on(dev, arr):
-    """A tensor of arr's values on dev, in fresh memory (never a view of arr or of another test
-    tensor, also when dev is the CPU)."""
-    return ampc.from_numpy(np.array(arr, copy=True, order="C")).to(dev)
-
-
-def to_numpy(t):
-    return np.array(t.cpu().numpy(), copy=True)
-
-
-def bits(a):
-    a = np.atleast_1d(a)
-    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
-
-
 def assert_match(got, expect, exact, what):
     """got (any device) equals expect (CPU): dtype, shape, and values exactly (exact) or within
     the dtype's tolerance; NaNs in the same places."""
     assert got.dtype == expect.dtype, f"{what}: dtype {got.dtype} != {expect.dtype}"
     assert tuple(got.shape) == tuple(expect.shape), f"{what}: shape {tuple(got.shape)} != {tuple(expect.shape)}"
-    g, e = to_numpy(got), to_numpy(expect)
+    g, e = numpy_copy(got), numpy_copy(expect)
     if g.dtype.kind in "biu":
         np.testing.assert_array_equal(g, e, err_msg=what)
         return
@@ -104,7 +90,7 @@ def check(fn, cpu_args, dev_args, exact, what):
     except Exception as e:  # noqa: BLE001 - the device must raise the same class
         with pytest.raises(type(e)):
             got = fn(*dev_args)
-            to_numpy(got)  # a deferred device error surfaces at the copy
+            numpy_copy(got)  # a deferred device error surfaces at the copy
         return None
     got = fn(*dev_args)
     # the result lives where the op ran: on the first input that is not a CPU scalar
@@ -354,7 +340,7 @@ def test_gradients(cuda, name, dtype):
             assert dev_grad is None
             continue
         rtol, atol = (1e-5, 1e-6) if dtype == "float32" else (1e-12, 1e-13)
-        np.testing.assert_allclose(to_numpy(dev_grad), to_numpy(cpu_grad), rtol=rtol, atol=atol, err_msg=f"{name} grad {k}")
+        np.testing.assert_allclose(numpy_copy(dev_grad), numpy_copy(cpu_grad), rtol=rtol, atol=atol, err_msg=f"{name} grad {k}")
 
 
 # ---------------------------------------------------------------------------- errors
@@ -369,19 +355,19 @@ def test_integer_division_by_zero_raises(cuda, dtype):
     for fn in (operator.floordiv, operator.mod, lambda x, y: ampc.div(x, y, rounding_mode="trunc")):
         with pytest.raises(RuntimeError, match="ZeroDivisionError"):
             r = fn(a, b)
-            to_numpy(r)
+            numpy_copy(r)
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
-        to_numpy(a // 0)
+        numpy_copy(a // 0)
     # the error was reported once; the next ops and copies work
-    assert to_numpy(a // on(cuda, np.array([1, 2, 2, 3], dtype=NP[dtype]))).tolist() == [5, 3, 4, 3]
+    assert numpy_copy(a // on(cuda, np.array([1, 2, 2, 3], dtype=NP[dtype]))).tolist() == [5, 3, 4, 3]
 
 
 def test_float_division_by_zero_is_ieee(cuda):
     x = on(cuda, np.array([1.0, -1.0, 0.0], dtype=np.float32))
-    r = to_numpy(x // 0.0)
+    r = numpy_copy(x // 0.0)
     assert r[0] == math.inf and r[1] == -math.inf and math.isnan(r[2])
-    assert to_numpy(x / 0).tolist()[:2] == [math.inf, -math.inf]
-    assert math.isnan(to_numpy(x % 0.0)[0])
+    assert numpy_copy(x / 0).tolist()[:2] == [math.inf, -math.inf]
+    assert math.isnan(numpy_copy(x % 0.0)[0])
 
 
 def test_device_mismatch_raises(cuda):

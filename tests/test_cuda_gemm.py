@@ -19,6 +19,7 @@ import ampc
 import ampc.backends
 import ampc.nn as nn
 import ampc.nn.functional as F
+from helpers import host_exact
 
 NP_DTYPE = {ampc.float32: np.float32, ampc.float64: np.float64, ampc.float16: np.float16,
             ampc.bfloat16: ml_dtypes.bfloat16, ampc.int64: np.int64, ampc.int32: np.int32,
@@ -45,22 +46,13 @@ def rand(rng, shape, dtype, low=None):
     return ampc.from_numpy(x.copy()), x.astype(np.float64)
 
 
-def host(t):
-    """float64 (or int64) NumPy array of a tensor on any device."""
-    t = t.detach().cpu()
-    if t.dtype in HALVES:
-        t = t.float()
-    x = t.numpy()
-    return x.astype(np.int64) if x.dtype.kind in "iu" else x.astype(np.float64)
-
-
 def check(got, want, mag, k, dtype, reduced=True):
     """got (a tensor) equals want (the exact float64 result) within the rounding of the result
     plus fp32 (fp64) accumulation over k terms, measured against mag = |A| @ |B| (+ |beta C|).
     fp16/bf16 GEMMs may also round split-K partial sums to the output type (PyTorch's default
     allow_*_reduced_precision_reduction): one more rounding of the magnitude."""
     assert got.dtype == dtype
-    g = host(got)
+    g = host_exact(got)
     want = np.asarray(want, dtype=np.float64)
     assert g.shape == want.shape, (g.shape, want.shape)
     if dtype in INTS:
@@ -109,8 +101,8 @@ def test_mm_every_dtype(cuda, dtype, n, k, m):
         got = ampc.mm(a.to(cuda), b.to(cuda))
     assert got.device.type == ("cuda" if on_gpu(cuda) else "cpu")
     if dtype in INTS:
-        want = host(ampc.mm(a, b))  # wraps like the CPU (uint8 modulo 256)
-        np.testing.assert_array_equal(host(got), want)
+        want = host_exact(ampc.mm(a, b))  # wraps like the CPU (uint8 modulo 256)
+        np.testing.assert_array_equal(host_exact(got), want)
         if on_gpu(cuda):
             assert d["generic_kernel"] == 1
     else:
@@ -129,7 +121,7 @@ def test_integer_gemm_wraps_like_cpu(cuda, dtype):
     for beta, alpha in [(1, 1), (2, -3), (0.5, 1.5), (0, 2)]:
         want = ampc.addmm(cc, a, b, beta=beta, alpha=alpha)
         got = ampc.addmm(cc.to(cuda), a.to(cuda), b.to(cuda), beta=beta, alpha=alpha)
-        np.testing.assert_array_equal(host(got), host(want))
+        np.testing.assert_array_equal(host_exact(got), host_exact(want))
 
 
 def test_bool_not_implemented(cuda):
@@ -255,7 +247,7 @@ def test_addmm_bias_epilogue(cuda, dtype):
             assert d["bias_epilogue"] == 1 and d["c_copied"] == 0, d
     with gemm_paths(cuda) as d:
         again = ampc.addmm(*args, alpha=0.5)
-    np.testing.assert_array_equal(host(again), host(got))
+    np.testing.assert_array_equal(host_exact(again), host_exact(got))
     if on_gpu(cuda):
         assert d["heuristic"] == 0 and d["cache_hits"] >= 1, d
     # F.linear takes the same path, also for 3-D input (folded to 2-D)
@@ -317,16 +309,17 @@ def test_baddbmm(cuda, dtype):
 def test_k_zero_and_empty(cuda, dtype):
     a = ampc.ones(3, 0, dtype=dtype).to(cuda)
     b = ampc.ones(0, 4, dtype=dtype).to(cuda)
-    np.testing.assert_array_equal(host(ampc.mm(a, b)), np.zeros((3, 4)))
+    np.testing.assert_array_equal(host_exact(ampc.mm(a, b)), np.zeros((3, 4)))
     c = ampc.full((4,), 3, dtype=dtype).to(cuda)
-    np.testing.assert_array_equal(host(ampc.addmm(c, a, b, beta=2)), np.full((3, 4), 6))
-    np.testing.assert_array_equal(host(ampc.addmm(c, a, b, beta=0)), np.zeros((3, 4)))
+    np.testing.assert_array_equal(host_exact(ampc.addmm(c, a, b, beta=2)), np.full((3, 4), 6))
+    np.testing.assert_array_equal(host_exact(ampc.addmm(c, a, b, beta=0)), np.zeros((3, 4)))
     if dtype in FLOATS:
-        np.testing.assert_array_equal(host(ampc.addmm(c, a, b, beta=0.5, alpha=float("inf"))), np.full((3, 4), 1.5))
+        np.testing.assert_array_equal(host_exact(ampc.addmm(c, a, b, beta=0.5, alpha=float("inf"))),
+                                      np.full((3, 4), 1.5))
     assert tuple(ampc.mm(ampc.ones(0, 5, dtype=dtype).to(cuda), ampc.ones(5, 2, dtype=dtype).to(cuda)).shape) == (0, 2)
     assert tuple(ampc.bmm(ampc.ones(0, 2, 3, dtype=dtype).to(cuda),
                           ampc.ones(0, 3, 2, dtype=dtype).to(cuda)).shape) == (0, 2, 2)
-    assert host(ampc.dot(ampc.ones(0, dtype=dtype).to(cuda), ampc.ones(0, dtype=dtype).to(cuda))) == 0
+    assert host_exact(ampc.dot(ampc.ones(0, dtype=dtype).to(cuda), ampc.ones(0, dtype=dtype).to(cuda))) == 0
 
 
 # ------------------------------------------------------------------ large
@@ -369,11 +362,11 @@ def test_tf32_switch(cuda):
     # positive entries: no cancellation, so elementwise relative error is meaningful
     a, _ = rand(rng, (512, 1024), ampc.float32, low=0.5)
     b, _ = rand(rng, (1024, 256), ampc.float32, low=0.5)
-    cpu = host(ampc.mm(a, b))
+    cpu = host_exact(ampc.mm(a, b))
     matmul = ampc.backends.cuda.matmul
     assert matmul.allow_tf32 is False  # PyTorch's default
     with gemm_paths(cuda) as d:
-        off = host(ampc.mm(a.to(cuda), b.to(cuda)))
+        off = host_exact(ampc.mm(a.to(cuda), b.to(cuda)))
     err_off = np.max(np.abs(off - cpu) / np.abs(cpu))
     assert err_off <= 1e-5, err_off
     if on_gpu(cuda):
@@ -381,7 +374,7 @@ def test_tf32_switch(cuda):
     matmul.allow_tf32 = True
     try:
         with gemm_paths(cuda) as d:
-            on = host(ampc.mm(a.to(cuda), b.to(cuda)))
+            on = host_exact(ampc.mm(a.to(cuda), b.to(cuda)))
     finally:
         matmul.allow_tf32 = False
     err_on = np.max(np.abs(on - cpu) / np.abs(cpu))
@@ -445,7 +438,7 @@ def compare_modules(cuda, build, inputs, rtol, atol, seed=0):
     for i, (g, w) in enumerate(zip(got, want)):
         assert g is not None and w is not None, i
         assert g.device.type == ("cuda" if on_gpu(cuda) else "cpu")
-        np.testing.assert_allclose(host(g), host(w), rtol=rtol, atol=atol, err_msg=f"tensor {i}")
+        np.testing.assert_allclose(host_exact(g), host_exact(w), rtol=rtol, atol=atol, err_msg=f"tensor {i}")
     no_fallback(d, cuda)
 
 
@@ -485,13 +478,13 @@ def test_attention_and_einsum(cuda):
     want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     with gemm_paths(cuda) as d:
         got = F.scaled_dot_product_attention(q.to(cuda), k.to(cuda), v.to(cuda), is_causal=True)
-    np.testing.assert_allclose(host(got), host(want), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(host_exact(got), host_exact(want), rtol=1e-4, atol=1e-5)
     no_fallback(d, cuda)
     for eq, shapes in [("bhqd,bhkd->bhqk", [(2, 3, 5, 4), (2, 3, 6, 4)]), ("ij,kj->ik", [(3, 4), (5, 4)]),
                        ("bij,jk->bik", [(2, 3, 4), (4, 5)]), ("i,i->", [(6,), (6,)])]:
         ops = [ampc.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in shapes]
-        np.testing.assert_allclose(host(ampc.einsum(eq, *[o.to(cuda) for o in ops])), host(ampc.einsum(eq, *ops)),
-                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(host_exact(ampc.einsum(eq, *[o.to(cuda) for o in ops])),
+                                   host_exact(ampc.einsum(eq, *ops)), rtol=1e-5, atol=1e-5)
 
 
 def test_mm_backward_transposed_grads(cuda):
@@ -501,8 +494,8 @@ def test_mm_backward_transposed_grads(cuda):
     a = ampc.from_numpy(a64).to(cuda).requires_grad_(True)
     b = ampc.from_numpy(b64.T.copy()).to(cuda).t().detach().requires_grad_(True)  # a transposed leaf
     (a @ b).backward(ampc.from_numpy(g64).to(cuda))
-    np.testing.assert_allclose(host(a.grad), g64 @ b64.T, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(host(b.grad), a64.T @ g64, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(host_exact(a.grad), g64 @ b64.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(host_exact(b.grad), a64.T @ g64, rtol=1e-12, atol=1e-12)
 
 
 # ------------------------------------------------------------------ autocast
@@ -558,4 +551,4 @@ def test_workspace_release(cuda):
     del c
     ampc._C._cuda_clear_cublas_workspaces()
     assert ampc.cuda.memory_allocated() == before
-    np.testing.assert_array_equal(host(ampc.mm(a, a)), np.full((64, 64), 64.0))
+    np.testing.assert_array_equal(host_exact(ampc.mm(a, a)), np.full((64, 64), 64.0))

@@ -9,6 +9,7 @@ import pytest
 import ampc
 import ampc.cuda
 import ampc.random
+from helpers import host
 
 ALL_DTYPES = [ampc.float32, ampc.float16, ampc.bfloat16, ampc.float64, ampc.int64, ampc.int32, ampc.uint8,
               ampc.bool]
@@ -25,12 +26,6 @@ def sample(dtype, shape, seed=0):
     if dtype in (ampc.int32, ampc.int64):
         return ampc.tensor(rng.integers(-1000, 1000, shape), dtype=dtype)
     return ampc.tensor(rng.standard_normal(shape), dtype=dtype)
-
-
-def host(t):
-    """float64 NumPy copy of a CPU tensor of any dtype."""
-    t = t.cpu() if t.is_cuda else t
-    return np.asarray(t.double().numpy() if t.dtype == ampc.bfloat16 else t.numpy(), dtype=np.float64)
 
 
 # ---------------------------------------------------------------- without a GPU

@@ -14,9 +14,9 @@ import pytest
 
 import ampc
 import ampc.nn.functional as F
+from helpers import deferred_index_error, FLOATS, host
 
 DTYPES = [ampc.float32, ampc.float16, ampc.bfloat16, ampc.float64, ampc.int64, ampc.int32, ampc.uint8, ampc.bool]
-FLOATS = [ampc.float32, ampc.float16, ampc.bfloat16, ampc.float64]
 NP_OF = {ampc.float32: np.float32, ampc.float16: np.float16, ampc.bfloat16: ml_dtypes.bfloat16,
          ampc.float64: np.float64, ampc.int64: np.int64, ampc.int32: np.int32, ampc.uint8: np.uint8,
          ampc.bool: np.bool_}
@@ -45,14 +45,6 @@ def index(values, dtype=ampc.int64):
     return ampc.tensor(np.asarray(values, dtype=np.int64), dtype=dtype)
 
 
-def host(t):
-    """float64 NumPy copy of a tensor on any device."""
-    t = t.detach().cpu()
-    if t.dtype == ampc.bfloat16:
-        t = t.float()
-    return np.asarray(t.numpy(), dtype=np.float64)
-
-
 def check_same(got, want, tol=0.0):
     """got (any device) equals the CPU result want: exactly, or within a relative tolerance."""
     assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
@@ -68,14 +60,6 @@ def layouts(t):
     yield "contiguous", t.clone()
     if t.dim() >= 2:
         yield "transposed", t.transpose(0, -1).contiguous().transpose(0, -1)
-
-
-def deferred_index_error(run):
-    """run() on a GPU fails at the next synchronising call (.cpu()); on the CPU at once."""
-    with pytest.raises(IndexError):
-        out = run()
-        if out is not None:
-            out.cpu()
 
 
 # ---------------------------------------------------------------- gather form

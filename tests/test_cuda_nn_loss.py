@@ -14,7 +14,7 @@ import pytest
 
 import ampc
 import ampc.nn.functional as F
-from cuda_compare import check_close, host, tensor
+from helpers import check_close, tensor
 
 TOL = {ampc.float32: 2e-5, ampc.float16: 2e-3, ampc.bfloat16: 1.6e-2, ampc.float64: 1e-11}
 LOSSES = ["mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
@@ -145,7 +145,8 @@ def test_mse_integer_target(cuda):
         for reduction in REDUCTIONS:
             xc = tensor(x, ampc.float32).requires_grad_(True)
             xd = tensor(x, ampc.float32).to(cuda).requires_grad_(True)
-            lc, ld = getattr(F, name)(xc, ti, reduction=reduction), getattr(F, name)(xd, ti.to(cuda), reduction=reduction)
+            lc, ld = getattr(F, name)(xc, ti, reduction=reduction), getattr(F, name)(xd, ti.to(cuda),
+                             reduction=reduction)
             check_close(ld, lc, 2e-5)
             g = tensor(rng(3).standard_normal(tuple(lc.shape)), ampc.float32)
             lc.backward(g)

@@ -18,7 +18,7 @@ import pytest
 
 import ampc
 import ampc.nn.functional as F
-from cuda_compare import check_close, host, tensor
+from helpers import check_close, deferred_index_error, host, tensor
 
 # relative tolerance of a result stored in this dtype (two ulps of fp16/bf16: the GPU's fp32
 # result may round the other way than the CPU's double one)
@@ -305,13 +305,6 @@ def test_cross_entropy_edges(cuda):
         tc = ampc.tensor(t.astype(np.int64)).to(tdt)
         xc = tensor(x, ampc.float32)
         check_close(F.cross_entropy(xc.to(cuda), tc.to(cuda)), F.cross_entropy(xc, tc), 1e-5)
-
-
-def deferred_index_error(run):
-    """run() on a GPU fails at the next synchronising call (.cpu()); on the CPU at once."""
-    with pytest.raises(IndexError):
-        out = run()
-        out.cpu()
 
 
 @pytest.mark.parametrize("bad", [5, -3, 1000])

@@ -20,6 +20,7 @@ import pytest
 
 import ampc
 from ampc import _C
+from helpers import dev_copy, host
 
 SHAPES = [(5, 3), (7,), (2, 3, 4), (), (0,), (1001,), (33, 65)]
 
@@ -93,15 +94,6 @@ LOW_ROUNDING = {"float16": (1e-3, 1e-3), "bfloat16": (8e-3, 8e-3)}  # a rounded 
 
 def dt(name):
     return getattr(ampc, name)
-
-
-def host(t):
-    return t.detach().cpu().double().numpy()
-
-
-def dev_copy(t, device):
-    """An independent copy on `device` (`.to("cpu")` of a CPU tensor would alias it)."""
-    return t.to(device) if device != "cpu" else t.clone()
 
 
 class Side:

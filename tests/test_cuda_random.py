@@ -6,37 +6,18 @@ dropout and its backward (masked_scale); and the statistics of draws made on the
 Each case seeds the generators (ampc.manual_seed seeds every device with offset 0), draws on the
 CPU, seeds again and draws on `cuda` (tests/conftest.py).
 """
-import ml_dtypes
 import numpy as np
 import pytest
 
 import ampc
 import ampc.nn.functional as F
+from helpers import FLOATS, host, seeded_on_cpu_and_cuda
 
-FLOATS = [ampc.float32, ampc.float16, ampc.bfloat16, ampc.float64]
 ALL = FLOATS + [ampc.int64, ampc.int32, ampc.uint8, ampc.bool]
 
 
-def host(t):
-    """float64 NumPy copy of a tensor on any device."""
-    t = t.detach().cpu()
-    if t.dtype == ampc.bfloat16:
-        t = t.float()
-    return np.asarray(t.numpy(), dtype=np.float64)
-
-
-def both(make, cuda, seed=5):
-    """make(device) after the same seed on the CPU and on the GPU: (cpu result, gpu result)."""
-    ampc.manual_seed(seed)
-    c = make("cpu")
-    ampc.manual_seed(seed)
-    g = make(cuda)
-    assert g.dtype == c.dtype and tuple(g.shape) == tuple(c.shape)
-    return c, g
-
-
 def check_identical(make, cuda, seed=5):
-    c, g = both(make, cuda, seed)
+    c, g = seeded_on_cpu_and_cuda(make, cuda, seed)
     np.testing.assert_array_equal(host(g), host(c))
     return g
 
@@ -87,12 +68,12 @@ def test_normal_matches(cuda, dtype):
     """Box-Muller in double: within an ulp of double before the rounding to the dtype."""
     tol = 1e-13 if dtype == ampc.float64 else 1e-6
     for n in (1, 2, 3, 4, 5, 10001):
-        c, g = both(lambda dev: ampc.randn(n, dtype=dtype, device=dev), cuda)
+        c, g = seeded_on_cpu_and_cuda(lambda dev: ampc.randn(n, dtype=dtype, device=dev), cuda)
         if dtype in (ampc.float32, ampc.float64):
             np.testing.assert_allclose(host(g), host(c), rtol=tol, atol=tol)
         else:  # fp16/bf16: the same float rounded once, so equal except at a rare rounding tie
             assert np.mean(host(g) != host(c)) < 1e-3
-    c, g = both(lambda dev: ampc.empty(999, dtype=dtype, device=dev).normal_(2.0, 0.5), cuda)
+    c, g = seeded_on_cpu_and_cuda(lambda dev: ampc.empty(999, dtype=dtype, device=dev).normal_(2.0, 0.5), cuda)
     np.testing.assert_allclose(host(g), host(c), rtol=1e-2 if dtype == ampc.bfloat16 else 1e-3 if
                                dtype == ampc.float16 else tol, atol=1e-5)
 
@@ -100,9 +81,9 @@ def test_normal_matches(cuda, dtype):
 def test_normal_tensor_forms(cuda):
     mean = ampc.tensor([[-10.0], [10.0]])
     std = ampc.full((3000,), 0.5)
-    c, g = both(lambda dev: ampc.normal(mean.to(dev), std.to(dev)), cuda)
+    c, g = seeded_on_cpu_and_cuda(lambda dev: ampc.normal(mean.to(dev), std.to(dev)), cuda)
     np.testing.assert_allclose(host(g), host(c), rtol=1e-6, atol=1e-6)
-    c, g = both(lambda dev: ampc.normal(mean.double().to(dev), 2.0), cuda)
+    c, g = seeded_on_cpu_and_cuda(lambda dev: ampc.normal(mean.double().to(dev), 2.0), cuda)
     np.testing.assert_allclose(host(g), host(c), rtol=1e-13, atol=1e-13)
 
 
@@ -117,7 +98,7 @@ def test_strided_outputs(cuda, dtype):
         def transposed(dev):
             base = ampc.zeros(8, 6, dtype=dtype, device=dev)
             return fill(base.t())
-        c, g = both(transposed, cuda)
+        c, g = seeded_on_cpu_and_cuda(transposed, cuda)
         np.testing.assert_allclose(host(g), host(c), rtol=1e-6, atol=1e-6)
         ampc.manual_seed(5)
         ref = fill(ampc.empty(6, 8, dtype=dtype, device=cuda))
@@ -127,7 +108,7 @@ def test_strided_outputs(cuda, dtype):
             base = ampc.full((5, 9), 1 if dtype == ampc.bool else 7, dtype=dtype, device=dev)
             fill(base[:, ::2])
             return base
-        c, g = both(stepped, cuda)
+        c, g = seeded_on_cpu_and_cuda(stepped, cuda)
         np.testing.assert_allclose(host(g), host(c), rtol=1e-6, atol=1e-6)
         assert np.all(host(g)[:, 1::2] == (1 if dtype == ampc.bool else 7))
 
@@ -139,7 +120,7 @@ def test_large_tensors(cuda):
     check_identical(lambda dev: ampc.rand(n, dtype=ampc.bfloat16, device=dev), cuda)
     check_identical(lambda dev: ampc.empty(n, dtype=ampc.uint8, device=dev).random_(), cuda)
     check_identical(lambda dev: ampc.empty(n, device=dev).bernoulli_(0.7), cuda)
-    c, g = both(lambda dev: ampc.randn(n, device=dev), cuda)
+    c, g = seeded_on_cpu_and_cuda(lambda dev: ampc.randn(n, device=dev), cuda)
     np.testing.assert_allclose(host(g), host(c), rtol=1e-6, atol=1e-6)
 
 
@@ -150,7 +131,7 @@ def test_consecutive_draws_advance_alike(cuda):
         c = ampc.randint(0, 10, (3,), device=dev)
         d = ampc.rand(1000, device=dev)
         return ampc.cat([a.double(), b, c.double(), d.double()])
-    c, g = both(draws, cuda)
+    c, g = seeded_on_cpu_and_cuda(draws, cuda)
     np.testing.assert_allclose(host(g), host(c), rtol=1e-13, atol=1e-13)
 
 
@@ -179,10 +160,10 @@ def test_arange(cuda, dtype):
 def test_dropout_identical(cuda, dtype, p):
     """Same seed, same mask (the BERNOULLI transform on the same words), y = x / (1 - p)."""
     x = ampc.tensor(np.random.default_rng(1).standard_normal((33, 129)), dtype=dtype)
-    c, g = both(lambda dev: F.dropout(x.to(dev), p, training=True), cuda)
+    c, g = seeded_on_cpu_and_cuda(lambda dev: F.dropout(x.to(dev), p, training=True), cuda)
     np.testing.assert_array_equal(host(g), host(c))
     ones = ampc.ones(4099, dtype=dtype)
-    c, g = both(lambda dev: F.dropout(ones.to(dev), p, training=True), cuda)
+    c, g = seeded_on_cpu_and_cuda(lambda dev: F.dropout(ones.to(dev), p, training=True), cuda)
     mask = host(g) != 0
     np.testing.assert_array_equal(mask, host(c) != 0)
     if p < 1:  # every kept element is 1 / (1 - p) rounded once to the dtype

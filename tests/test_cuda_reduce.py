@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import ampc
+from helpers import FLOATS, host_exact
 
 SEED = 4321
-FLOATS = [ampc.float32, ampc.float16, ampc.bfloat16, ampc.float64]
 INTS = [ampc.int64, ampc.int32, ampc.uint8, ampc.bool]
 # (rtol, atol per unit of `scale`): fp32 results differ by the GPU's fp32 accumulation (the CPU
 # sums in double); fp16/bf16 results may round to neighbouring values (an ulp apart).
@@ -28,16 +28,6 @@ TOL = {ampc.float32: (2e-5, 4e-6), ampc.float64: (1e-12, 1e-13), ampc.float16: (
 
 
 # ------------------------------------------------------------------ helpers
-
-
-def host(t):
-    """float64 (floats), int64 (ints) or bool NumPy copy of a tensor on any device."""
-    t = t.detach().cpu()
-    if t.dtype == ampc.bool:
-        return t.numpy().copy()
-    if t.dtype in (ampc.int64, ampc.int32, ampc.uint8):
-        return t.numpy().astype(np.int64)
-    return t.double().numpy().copy()
 
 
 def sample(shape, dtype, seed=0, low=-2.0, high=2.0):
@@ -51,7 +41,7 @@ def sample(shape, dtype, seed=0, low=-2.0, high=2.0):
         x = g.integers(lo, hi, size=shape)
         return ampc.from_numpy(x).to(dtype), x
     t = ampc.from_numpy(g.uniform(low, high, size=shape).astype(np.float32)).to(dtype)
-    return t, host(t)
+    return t, host_exact(t)
 
 
 def layout(t, kind):
@@ -82,11 +72,11 @@ def assert_same(got, want, scale=0.0, rtol=None, what=""):
     """got (from the GPU) against want (from the CPU): dtype, shape, values."""
     assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
     assert tuple(got.shape) == tuple(want.shape), (what, tuple(got.shape), tuple(want.shape))
-    g, w = host(got), host(want)
+    g, w = host_exact(got), host_exact(want)
     if want.dtype in TOL:
         rt, at = TOL[want.dtype]
-        np.testing.assert_allclose(g, w, rtol=rt if rtol is None else rtol, atol=at * scale + 1e-300,
-                                   equal_nan=True, err_msg=what)
+        np.testing.assert_allclose(g, w, rtol=rt if rtol is None else rtol, atol=at * scale + 1e-300, equal_nan=True,
+                                   err_msg=what)
     else:
         np.testing.assert_array_equal(g, w, err_msg=what)
 
@@ -182,7 +172,7 @@ def test_every_op_dims_layouts(cuda, layout_kind, dim, keepdim):
     t, _ = sample((6, 33, 5), ampc.float32, low=0.6, high=1.4)  # positive: prod stays in range
     t[1, 2, 3] = 0.0  # the norm-0 count and all() see a zero
     a, b = pair(t, cuda, layout_kind)
-    x = host(a)
+    x = host_exact(a)
     for name in FLOAT_OPS:
         check_op(name, a, b, dim, keepdim, x)
 
@@ -192,7 +182,7 @@ def test_every_op_dims_layouts(cuda, layout_kind, dim, keepdim):
 def test_non_adjacent_dims_4d(cuda, dims, layout_kind):
     t, _ = sample((3, 4, 5, 6), ampc.float32, seed=1)
     a, b = pair(t, cuda, layout_kind)
-    x = host(a)
+    x = host_exact(a)
     for name in ["sum", "mean", "amax", "var", "norm2", "logsumexp", "any"]:
         for keepdim in (False, True):
             check_op(name, a, b, dims, keepdim, x)
@@ -204,7 +194,7 @@ def test_every_dtype(cuda, dtype, dim):
     t, _ = sample((5, 37, 9), dtype, seed=2, low=0.8, high=1.25)
     for kind in ("contiguous", "transposed"):
         a, b = pair(t, cuda, kind)
-        x = host(a)
+        x = host_exact(a)
         names = FLOAT_OPS if dtype in FLOATS else INT_OPS if dtype != ampc.bool else BOOL_OPS
         for name in names:
             check_op(name, a, b, dim, False, x)
@@ -227,12 +217,12 @@ def test_sizes(cuda, n, pattern):
     names = ["sum", "mean", "amax", "argmax", "max_dim", "var", "norm2", "logsumexp", "all"] if big else FLOAT_OPS
     t, _ = sample(shape, ampc.float32, seed=3, low=0.9, high=1.1)
     a, b = pair(t, cuda)
-    x = host(a)
+    x = host_exact(a)
     for name in names:
         check_op(name, a, b, dim, False, x)
     for dt in (ampc.float16, ampc.bfloat16, ampc.int32):  # the 16- and 4-byte vector loads
         a16, b16 = a.to(dt), b.to(dt)
-        x16 = host(a16)
+        x16 = host_exact(a16)
         for name in (["sum", "mean", "amax", "argmin"] if dt != ampc.int32 else ["sum", "amax", "argmin"]):
             check_op(name, a16, b16, dim, False, x16)
     if dim is not None:
@@ -245,11 +235,11 @@ def test_rows_misaligned_starts(cuda):
     for dt in (ampc.float32, ampc.float16, ampc.float64, ampc.uint8):
         t, _ = sample((7, 1001), dt, seed=4)
         a, b = t[:, 3:], t.to(cuda)[:, 3:]
-        x = host(a)
+        x = host_exact(a)
         for name in (["sum", "amax", "argmax", "any"] if dt != ampc.uint8 else ["sum", "amax", "argmax", "all"]):
             check_op(name, a, b, 1, False, x)
         a1, b1 = t.flatten()[5:], t.to(cuda).flatten()[5:]
-        check_op("sum", a1, b1, None, False, host(a1))
+        check_op("sum", a1, b1, None, False, host_exact(a1))
 
 
 def test_bias_gradient_shape(cuda):
@@ -258,24 +248,24 @@ def test_bias_gradient_shape(cuda):
     for dt in (ampc.float16, ampc.float32, ampc.bfloat16):
         t, _ = sample((16384, 1024), dt, seed=5)
         a, b = pair(t, cuda)
-        x = host(a)
+        x = host_exact(a)
         for name in ["sum", "mean", "amax", "argmax"]:
             check_op(name, a, b, 0, False, x)
         assert_same(b.sum(0, dtype=ampc.float32), a.sum(0, dtype=ampc.float32), scale=2 * 16384, what="sum f32")
     t, _ = sample((16384, 64), ampc.float32, seed=6)
     a, b = pair(t, cuda)
-    check_op("var", a, b, 0, False, host(a))
+    check_op("var", a, b, 0, False, host_exact(a))
 
 
 def test_large_full_reductions(cuda):
     t, _ = sample((3, 1 << 20), ampc.float32, seed=7, low=-1.0, high=3.0)
     a, b = pair(t, cuda)
-    x = host(a)
+    x = host_exact(a)
     for name in ["sum", "mean", "amax", "amin", "argmax", "argmin", "var", "std", "norm1", "norm2", "logsumexp"]:
         check_op(name, a, b, None, False, x)
     # sliced: no vector loads, the general offsets
     a, b = pair(sample((1500, 1400), ampc.float32, seed=8)[0], cuda, "sliced")
-    x = host(a)
+    x = host_exact(a)
     for name in ["sum", "argmax", "var"]:
         check_op(name, a, b, None, False, x)
         check_op(name, a, b, 0, False, x)
@@ -285,7 +275,7 @@ def test_large_full_reductions(cuda):
 def test_expanded_input(cuda):
     t, _ = sample((700,), ampc.float32, seed=9)
     a, b = t.expand(500, 700), t.to(cuda).expand(500, 700)
-    x = host(a)
+    x = host_exact(a)
     for dim in (0, 1, None):
         for name in ["sum", "amax", "argmax", "var"]:
             check_op(name, a, b, dim, False, x)
@@ -303,7 +293,7 @@ def test_nan_and_inf_propagation(cuda):
             a, b = pair(t, cuda, kind)
             for dim in (None, 0, 1):
                 for name in FLOAT_OPS:
-                    check_op(name, a, b, dim, False, host(a))
+                    check_op(name, a, b, dim, False, host_exact(a))
 
 
 @pytest.mark.parametrize("n", [33, 1025, 2**20 + 3])
@@ -336,8 +326,8 @@ def test_ties_pick_the_first_index(cuda, n):
         m = g.integers(0, 3, size=(max(n // 64, 3), 64))
         a, b = pair(ampc.from_numpy(m).to(dt), cuda)
         for dim in (0, 1):
-            np.testing.assert_array_equal(host(b.argmax(dim)), np.argmax(m, axis=dim))
-            np.testing.assert_array_equal(host(b.min(dim).indices), np.argmin(m, axis=dim))
+            np.testing.assert_array_equal(host_exact(b.argmax(dim)), np.argmax(m, axis=dim))
+            np.testing.assert_array_equal(host_exact(b.min(dim).indices), np.argmin(m, axis=dim))
     allneg = ampc.full((4, 3), float("-inf"), device=cuda)
     assert allneg.argmax(1).tolist() == [0, 0, 0, 0] and allneg.max(0).indices.tolist() == [0] * 3
 
@@ -345,7 +335,7 @@ def test_ties_pick_the_first_index(cuda, n):
 def test_argmax_flat_index_of_transposed(cuda):
     t, _ = sample((37, 29), ampc.float32, seed=10)
     a, b = pair(t, cuda, "transposed")
-    x = host(a)
+    x = host_exact(a)
     assert b.argmax().item() == a.argmax().item() == int(np.argmax(x))
     assert b.argmin(keepdim=True).shape == (1, 1)
 
@@ -357,7 +347,7 @@ def test_int64_sums_exact_and_wrapping(cuda):
     g = np.random.default_rng(SEED)
     x = g.integers(2**50, 2**51, size=(3, 1025), dtype=np.int64)
     a, b = pair(ampc.from_numpy(x), cuda)
-    assert host(b.sum(1)).tolist() == [int(v) for v in x.sum(axis=1)]  # beyond 2^53: no detour via double
+    assert host_exact(b.sum(1)).tolist() == [int(v) for v in x.sum(axis=1)]  # beyond 2^53: no detour via double
     assert b.sum().item() == int(x.sum())
     odd = ampc.from_numpy(np.array([2**53 + 1, 1], dtype=np.int64)).to(cuda)
     assert odd.sum().item() == 2**53 + 2
@@ -391,7 +381,8 @@ def test_dtype_arguments(cuda):
     assert_same(h_b.sum(0, dtype=ampc.float64), h_a.sum(0, dtype=ampc.float64), scale=66, rtol=1e-10)
     assert_same(h_b.mean(dtype=ampc.float32), h_a.mean(dtype=ampc.float32), scale=2)
     assert_same(ampc.vector_norm(h_b, 2, dtype=ampc.float64), ampc.vector_norm(h_a, 2, dtype=ampc.float64), rtol=1e-10)
-    assert_same(ampc.vector_norm(h_b, 3, dim=1, dtype=ampc.float32), ampc.vector_norm(h_a, 3, dim=1, dtype=ampc.float32))
+    assert_same(ampc.vector_norm(h_b, 3, dim=1, dtype=ampc.float32),
+                ampc.vector_norm(h_a, 3, dim=1, dtype=ampc.float32))
     i = ampc.from_numpy(np.arange(-20, 50)).to(ampc.int32)
     ia, ib = pair(i, cuda)
     for dt in (ampc.float16, ampc.float32, ampc.int32, ampc.bool, ampc.uint8):
@@ -498,7 +489,7 @@ def test_zero_dim_inputs(cuda):
             if dt == ampc.int64 and name in ("mean", "var", "norm2", "logsumexp"):
                 continue
             for dim in (None, 0):
-                check_op(name, s, sc, dim, False, host(s))
+                check_op(name, s, sc, dim, False, host_exact(s))
         assert_same(sc.cumsum(0), s.cumsum(0))
 
 
@@ -506,8 +497,8 @@ def test_size_one_reduced_dims(cuda):
     t, _ = sample((4, 1, 5), ampc.float32, seed=14)
     a, b = pair(t, cuda)
     for name in ["sum", "amax", "argmax", "max_dim", "var", "logsumexp", "norm2"]:
-        check_op(name, a, b, 1, False, host(a))
-        check_op(name, a, b, 1, True, host(a))
+        check_op(name, a, b, 1, False, host_exact(a))
+        check_op(name, a, b, 1, True, host_exact(a))
 
 
 # ------------------------------------------------------------------ cumsum

@@ -15,11 +15,7 @@ import ampc
 import ampc.nn as nn
 import ampc.nn.functional as F
 from ampc.models import GPT, MLP, GPTConfig, SmallCNN, resnet18
-
-
-def host(t):
-    """A NumPy snapshot (a copy: on the CPU .numpy() would alias the live tensor)."""
-    return t.detach().cpu().float().numpy().copy()
+from helpers import host
 
 
 def clone_to(model_fn, device):

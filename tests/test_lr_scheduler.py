@@ -16,7 +16,7 @@ from ampc.optim import lr_scheduler as als
 LRS = (0.1, 0.05)
 
 
-def make(lib, opt_name="SGD", **opt_kw):
+def two_group_optimizer(lib, opt_name="SGD", **opt_kw):
     """An optimizer over two param groups (lr 0.1 and 0.05) of library `lib`."""
     if lib == "torch":
         ps = [torch.zeros(3, requires_grad=True), torch.zeros(2, requires_grad=True)]
@@ -36,7 +36,7 @@ def sched_mod(lib):
 
 
 def run(lib, build, steps, opt_steps=True, opt_name="SGD", track=("lr",), metrics=None):
-    opt, ps = make(lib, opt_name)
+    opt, ps = two_group_optimizer(lib, opt_name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sched = build(sched_mod(lib), opt)
@@ -119,7 +119,7 @@ def test_cosine_annealing_interleaved_with_manual_lr_changes():
     """The chained form follows changes made to group["lr"] between steps, like PyTorch's."""
     seqs = {}
     for lib in ("torch", "ampc"):
-        opt, _ = make(lib)
+        opt, _ = two_group_optimizer(lib)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             sched = sched_mod(lib).CosineAnnealingLR(opt, T_max=5)
@@ -139,7 +139,7 @@ def test_step_with_epoch_uses_the_closed_form(name):
     epochs = [3, 7, 2, 10, 10, 0, 5]
     seqs = {}
     for lib in ("torch", "ampc"):
-        opt, _ = make(lib)
+        opt, _ = two_group_optimizer(lib)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             sched = SCHEDULERS[name](sched_mod(lib), opt)
@@ -149,7 +149,7 @@ def test_step_with_epoch_uses_the_closed_form(name):
                 out.append(sched.get_last_lr())
         seqs[lib] = out
     assert seqs["ampc"] == seqs["torch"]
-    opt, _ = make("ampc")
+    opt, _ = two_group_optimizer("ampc")
     sched = als.StepLR(opt, step_size=2)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
@@ -173,7 +173,7 @@ def test_reduce_lr_on_plateau_equals_torch(kw):
     t = run("torch", build, len(metrics), metrics=metrics)
     a = run("ampc", build, len(metrics), metrics=metrics)
     assert a == t
-    opt, _ = make("ampc")
+    opt, _ = two_group_optimizer("ampc")
     s = als.ReduceLROnPlateau(opt, **kw)
     s.step(ampc.tensor(1.0))  # a tensor metric is read with float()
     assert s.best == 1.0
@@ -183,8 +183,8 @@ def test_reduce_lr_on_plateau_equals_torch(kw):
                                   "LambdaLR", "LinearLR"])
 def test_state_dict_matches_torch_and_resumes(name):
     build = SCHEDULERS[name]
-    opt_t, _ = make("torch")
-    opt_a, _ = make("ampc")
+    opt_t, _ = two_group_optimizer("torch")
+    opt_a, _ = two_group_optimizer("ampc")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         st, sa = build(torch.optim.lr_scheduler, opt_t), build(als, opt_a)
@@ -199,7 +199,7 @@ def test_state_dict_matches_torch_and_resumes(name):
         # resume: a fresh optimizer + scheduler loaded from the state dicts continues identically
         # (PyTorch's order: build the scheduler, load it, then load the optimizer, whose saved lr
         # overrides what the new scheduler's first step set)
-        opt_b, _ = make("ampc")
+        opt_b, _ = two_group_optimizer("ampc")
         sb = build(als, opt_b)
         sb.load_state_dict(sa.state_dict())
         opt_b.load_state_dict(opt_a.state_dict())
@@ -211,12 +211,12 @@ def test_state_dict_matches_torch_and_resumes(name):
 
 
 def test_reduce_lr_on_plateau_state_dict():
-    opt, _ = make("ampc")
+    opt, _ = two_group_optimizer("ampc")
     s = als.ReduceLROnPlateau(opt, mode="max", patience=1)
     for m in (1.0, 0.5, 0.4, 0.3):
         s.step(m)
     sd = s.state_dict()
-    opt2, _ = make("ampc")
+    opt2, _ = two_group_optimizer("ampc")
     s2 = als.ReduceLROnPlateau(opt2)
     s2.load_state_dict(sd)
     assert s2.mode == "max" and s2.best == 1.0 and s2.num_bad_epochs == s.num_bad_epochs
@@ -224,11 +224,12 @@ def test_reduce_lr_on_plateau_state_dict():
 
 def test_warns_when_scheduler_steps_before_optimizer():
     for lib in ("torch", "ampc"):
-        opt, _ = make(lib)
+        opt, _ = two_group_optimizer(lib)
         sched = sched_mod(lib).StepLR(opt, step_size=1)
-        with pytest.warns(UserWarning, match="Detected call of `lr_scheduler.step\\(\\)` before `optimizer.step\\(\\)`"):
+        with pytest.warns(UserWarning,
+                          match="Detected call of `lr_scheduler.step\\(\\)` before `optimizer.step\\(\\)`"):
             sched.step()
-    opt, ps = make("ampc")
+    opt, ps = two_group_optimizer("ampc")
     sched = als.StepLR(opt, step_size=1)
     for p in ps:
         p.grad = ampc.ones(p.shape)
@@ -239,16 +240,16 @@ def test_warns_when_scheduler_steps_before_optimizer():
 
 
 def test_initial_lr_and_last_epoch_resume():
-    opt, _ = make("ampc")
+    opt, _ = two_group_optimizer("ampc")
     als.ExponentialLR(opt, gamma=0.5)
     assert [g["initial_lr"] for g in opt.param_groups] == list(LRS)
-    fresh, _ = make("ampc")
+    fresh, _ = two_group_optimizer("ampc")
     with pytest.raises(KeyError, match="param 'initial_lr' is not specified in param_groups\\[0\\]"):
         als.StepLR(fresh, step_size=2, last_epoch=3)
 
 
 def test_errors():
-    opt, _ = make("ampc")
+    opt, _ = two_group_optimizer("ampc")
     with pytest.raises(TypeError, match="list is not an Optimizer"):
         als.StepLR([], step_size=2)
     with pytest.raises(ValueError, match="Starting multiplicative factor expected to be greater than 0"):

@@ -5,7 +5,6 @@ statistics and train/eval behaviour; PyTorch's default initialisation statistics
 nn.utils.clip_grad_norm_ / clip_grad_value_ / parameters_to_vector against torch."""
 import math
 import warnings
-from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -13,26 +12,11 @@ import torch
 
 import ampc
 import ampc.nn as nn
+from helpers import assert_allclose, copy_torch_weights
 
 RNG = np.random.default_rng(77)
 
 DTYPES = {torch.float64: ampc.float64, torch.float32: ampc.float32}
-
-
-def to_ampc(t, dtype=None):
-    return ampc.tensor(t.detach().numpy(), dtype=dtype)
-
-
-def copy_torch_weights(am, tm):
-    result = am.load_state_dict(OrderedDict((k, to_ampc(v)) for k, v in tm.state_dict().items()))
-    assert result.missing_keys == [] and result.unexpected_keys == []
-
-
-def close(a, t, atol, rtol, what):
-    a = a.detach().float().numpy() if a.dtype in (ampc.float16, ampc.bfloat16) else a.detach().numpy()
-    t = t.detach().float().numpy() if t.dtype in (torch.float16, torch.bfloat16) else t.detach().numpy()
-    assert a.shape == t.shape, (what, a.shape, t.shape)
-    np.testing.assert_allclose(a, t, atol=atol, rtol=rtol, err_msg=what)
 
 
 def run_both(build, inputs, dtype=torch.float64, train=True, atol=1e-9, rtol=1e-7, call=None, seed=0):
@@ -65,24 +49,24 @@ def run_both(build, inputs, dtype=torch.float64, train=True, atol=1e-9, rtol=1e-
     if isinstance(t_out, tuple):  # MultiheadAttention: (output, weights or None)
         assert (a_out[1] is None) == (t_out[1] is None)
         if t_out[1] is not None:
-            close(a_out[1], t_out[1], atol, rtol, "attention weights")
+            assert_allclose(a_out[1], t_out[1], atol=atol, rtol=rtol, what="attention weights")
         t_out, a_out = t_out[0], a_out[0]
-    close(a_out, t_out, atol, rtol, "forward")
+    assert_allclose(a_out, t_out, atol=atol, rtol=rtol, what="forward")
     g = RNG.standard_normal(tuple(t_out.shape))
     t_out.backward(torch.tensor(g, dtype=t_out.dtype))
     a_out.backward(ampc.tensor(g, dtype=a_out.dtype))
     for i, (a, t) in enumerate(zip(a_in, t_in)):
         if isinstance(t, torch.Tensor) and t.requires_grad:
-            close(a.grad, t.grad, atol, rtol, f"grad of input {i}")
+            assert_allclose(a.grad, t.grad, atol=atol, rtol=rtol, what=f"grad of input {i}")
     t_params = dict(tm.named_parameters())
     for name, p in am.named_parameters():
         tp = t_params[name]
         if tp.grad is None:
             assert p.grad is None or float(p.grad.abs().sum()) == 0.0, name
         else:
-            close(p.grad, tp.grad, atol, rtol, f"grad of {name}")
+            assert_allclose(p.grad, tp.grad, atol=atol, rtol=rtol, what=f"grad of {name}")
     for (name, b), (_, tb) in zip(am.named_buffers(), tm.named_buffers()):
-        close(b, tb, atol, rtol, f"buffer {name}")
+        assert_allclose(b, tb, atol=atol, rtol=rtol, what=f"buffer {name}")
     return am, tm
 
 
@@ -178,13 +162,13 @@ def test_batchnorm1d_train_then_eval(kwargs, shape):
     am, tm = run_both(lambda m: m.BatchNorm1d(3, **kwargs), [randn(*shape)])
     # a second training batch (cumulative average with momentum=None), then eval uses running stats
     x = randn(*shape) * 2 + 1
-    close(am(ampc.tensor(x)), tm(torch.tensor(x)), 1e-9, 1e-7, "second batch")
+    assert_allclose(am(ampc.tensor(x)), tm(torch.tensor(x)), atol=1e-9, rtol=1e-7, what="second batch")
     for (name, b), (_, tb) in zip(am.named_buffers(), tm.named_buffers()):
-        close(b, tb, 1e-9, 1e-7, name)
+        assert_allclose(b, tb, atol=1e-9, rtol=1e-7, what=name)
     am.eval()
     tm.eval()
     y = randn(*shape)
-    close(am(ampc.tensor(y)), tm(torch.tensor(y)), 1e-9, 1e-7, "eval")
+    assert_allclose(am(ampc.tensor(y)), tm(torch.tensor(y)), atol=1e-9, rtol=1e-7, what="eval")
 
 
 def test_batchnorm2d_train_eval_and_backward():

@@ -12,23 +12,9 @@ import torch
 
 import ampc
 import ampc.nn as nn
+from helpers import ampc_and_torch, copy_torch_weights
 
 RNG = np.random.default_rng(2024)
-
-
-def tensor_from_torch(t):
-    return ampc.tensor(t.detach().numpy())
-
-
-def copy_torch_weights(am, tm):
-    """The torch model's state loaded into the ampc one (every key, so also a load_state_dict test)."""
-    result = am.load_state_dict(OrderedDict((k, tensor_from_torch(v)) for k, v in tm.state_dict().items()))
-    assert result.missing_keys == [] and result.unexpected_keys == []
-
-
-def both(build):
-    """build(nn) for nn in (ampc.nn, torch.nn)."""
-    return build(nn), build(torch.nn)
 
 
 # ------------------------------------------------------------------ models used throughout
@@ -80,7 +66,7 @@ def attention_models(m):
 
 @pytest.mark.parametrize("build", [cnn, make_nested, attention_models])
 def test_state_dict_keys_match_torch(build):
-    am, tm = both(build)
+    am, tm = ampc_and_torch(build)
     assert list(am.state_dict().keys()) == list(tm.state_dict().keys())
     assert [n for n, _ in am.named_parameters()] == [n for n, _ in tm.named_parameters()]
     assert [n for n, _ in am.named_buffers()] == [n for n, _ in tm.named_buffers()]
@@ -110,7 +96,7 @@ def test_state_dict_keys_match_torch(build):
     lambda m: m.TransformerEncoder(m.TransformerEncoderLayer(8, 2, 16), num_layers=2, enable_nested_tensor=False),
 ])
 def test_repr_matches_torch(build):
-    am, tm = both(build)
+    am, tm = ampc_and_torch(build)
     assert normalize_norm_repr(repr(am)) == normalize_norm_repr(repr(tm))
 
 
@@ -229,7 +215,7 @@ def test_registration_errors_match_torch():
 
 
 def test_shared_parameters_and_remove_duplicate():
-    am, tm = both(lambda m: m.Sequential(m.Linear(3, 3), m.Linear(3, 3)))
+    am, tm = ampc_and_torch(lambda m: m.Sequential(m.Linear(3, 3), m.Linear(3, 3)))
     am[1].weight = am[0].weight
     tm[1].weight = tm[0].weight
     assert [n for n, _ in am.named_parameters()] == [n for n, _ in tm.named_parameters()]
@@ -346,7 +332,7 @@ def test_forward_hooks_and_handles():
 # ------------------------------------------------------------------ load_state_dict
 
 def test_load_state_dict_round_trip_and_values():
-    am, tm = both(make_nested)
+    am, tm = ampc_and_torch(make_nested)
     copy_torch_weights(am, tm)
     for (k, a), (_, t) in zip(am.state_dict().items(), tm.state_dict().items()):
         np.testing.assert_array_equal(a.numpy(), t.numpy(), err_msg=k)
@@ -372,7 +358,7 @@ def torch_error(tm, sd):
 
 
 def test_load_state_dict_errors_match_torch():
-    am, tm = both(make_nested)
+    am, tm = ampc_and_torch(make_nested)
     a_sd = am.state_dict()
     t_sd = tm.state_dict()
     for edit in ("missing", "unexpected", "both", "shape", "scalar"):

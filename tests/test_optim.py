@@ -14,6 +14,7 @@ import torch
 import ampc
 import ampc.optim as aoptim
 from ampc.amp import GradScaler
+from helpers import assert_allclose
 
 SHAPES = [(5, 3), (7,), (2, 3, 4), ()]
 
@@ -40,7 +41,7 @@ IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'defaults'}" for
 
 
 def _np(t):
-    return t.detach().numpy() if isinstance(t, torch.Tensor) else t.detach().numpy()
+    return t.detach().numpy()
 
 
 def make_pair(rng, dtype=np.float32, shapes=SHAPES):
@@ -57,13 +58,9 @@ def set_grads(rng, tp, ap, scale=1.0):
         a.grad = ampc.tensor(g * np.asarray(scale, dtype=g.dtype))
 
 
-def close(a, t, rtol=1e-6, atol=1e-6):
-    np.testing.assert_allclose(_np(a), _np(t), rtol=rtol, atol=atol)
-
-
 def assert_same_state(aopt, topt, aparams, tparams, rtol=1e-6, atol=1e-6):
     for a, t in zip(aparams, tparams):
-        close(a, t, rtol, atol)
+        assert_allclose(a, t, rtol=rtol, atol=atol)
         ts, as_ = topt.state.get(t, {}), aopt.state_dict()["state"]
         idx = next(i for i, p in enumerate(aparams) if p is a)
         exported = as_.get(idx, {})
@@ -73,7 +70,7 @@ def assert_same_state(aopt, topt, aparams, tparams, rtol=1e-6, atol=1e-6):
             if key == "step":
                 assert float(av) == float(tv)
             else:
-                close(av, tv, rtol, atol)
+                assert_allclose(av, tv, rtol=rtol, atol=atol)
 
 
 def two_groups(params, kw):
@@ -82,13 +79,18 @@ def two_groups(params, kw):
     return [{"params": params[:2]}, {"params": params[2:], "lr": lr * 0.5}]
 
 
+def two_group_optimizers(rng, name, kw):
+    """The same parameters (make_pair) under optimizer `name` in torch and in ampc, two groups each:
+    (torch params, ampc params, torch optimizer, ampc optimizer)."""
+    tp, ap = make_pair(rng)
+    return tp, ap, getattr(torch.optim, name)(two_groups(tp, kw), **kw), getattr(aoptim, name)(two_groups(ap, kw), **kw)
+
+
 # ---------------------------------------------------------------------------------------------- parity
 @pytest.mark.parametrize("name,kw", CASES, ids=IDS)
 def test_matches_torch_over_steps_with_param_groups(name, kw):
     rng = np.random.default_rng(1)
-    tp, ap = make_pair(rng)
-    topt = getattr(torch.optim, name)(two_groups(tp, kw), **kw)
-    aopt = getattr(aoptim, name)(two_groups(ap, kw), **kw)
+    tp, ap, topt, aopt = two_group_optimizers(rng, name, kw)
     for _ in range(6):
         set_grads(rng, tp, ap)
         topt.step()
@@ -123,7 +125,7 @@ def test_params_without_grad_and_strided_params():
         tw.grad, aw.grad = torch.tensor(g), ampc.tensor(g)
         topt.step()
         aopt.step()
-    close(aw, tw)
+    assert_allclose(aw, tw, rtol=1e-6, atol=1e-6)
     assert not aw.is_contiguous()
     assert ab.tolist() == [0.0, 0.0, 0.0] and len(aopt.state_dict()["state"]) == 1 == len(topt.state_dict()["state"])
 
@@ -164,9 +166,7 @@ def test_zero_grad():
 @pytest.mark.parametrize("name,kw", CASES, ids=IDS)
 def test_state_dict_layout_is_torchs(name, kw):
     rng = np.random.default_rng(4)
-    tp, ap = make_pair(rng)
-    topt = getattr(torch.optim, name)(two_groups(tp, kw), **kw)
-    aopt = getattr(aoptim, name)(two_groups(ap, kw), **kw)
+    tp, ap, topt, aopt = two_group_optimizers(rng, name, kw)
     set_grads(rng, tp, ap)
     topt.step()
     aopt.step()
@@ -385,12 +385,12 @@ def test_master_weights_track_an_fp32_reference(name, kw, low):
         st = aopt.state[a]
         master = st["master_param"]
         assert master.dtype == ampc.float32 and a.dtype == getattr(ampc, low)
-        close(master, t)
+        assert_allclose(master, t, rtol=1e-6, atol=1e-6)
         assert np.array_equal(_np(a.float()), _np(master.to(getattr(ampc, low)).float()))
         for key, tv in topt.state[t].items():
             if key != "step":
                 assert st[key].dtype == ampc.float32
-                close(st[key], tv)
+                assert_allclose(st[key], tv, rtol=1e-6, atol=1e-6)
     sd = aopt.state_dict()
     assert "master_param" in sd["state"][0] and sd["param_groups"][0]["master_weights"] is True
 
@@ -454,7 +454,7 @@ def test_grad_scaler_steps_without_host_reads_and_matches_torch(name, kw):
     assert reads == [0] * len(grads_seq)
     assert ascales == tscales
     for a, t in zip(aparams, tparams):
-        close(a, t)
+        assert_allclose(a, t, rtol=1e-6, atol=1e-6)
 
 
 def test_host_read_counter_counts_item_and_tolist():

@@ -15,19 +15,12 @@ import pytest
 
 import ampc
 import ampc.random
+from helpers import host
 
-FLOATS = [ampc.float32, ampc.float16, ampc.bfloat16, ampc.float64]
 NP_OF = {ampc.float32: np.float32, ampc.float16: np.float16, ampc.bfloat16: ml_dtypes.bfloat16,
          ampc.float64: np.float64, ampc.int64: np.int64, ampc.int32: np.int32, ampc.uint8: np.uint8,
          ampc.bool: np.bool_}
 N = 1 << 20
-
-
-def arr(t):
-    """float64 NumPy copy of any tensor (bf16 goes through float32)."""
-    if t.dtype == ampc.bfloat16:
-        t = t.float()
-    return np.asarray(t.numpy(), dtype=np.float64)
 
 
 def ks_uniform(x, lo, hi):
@@ -130,7 +123,7 @@ def test_generator_objects():
 @pytest.mark.parametrize("dtype", [ampc.float32, ampc.float64])
 def test_uniform_statistics(dtype):
     ampc.manual_seed(11)
-    x = arr(ampc.empty(N, dtype=dtype).uniform_(-2.0, 3.0))
+    x = host(ampc.empty(N, dtype=dtype).uniform_(-2.0, 3.0))
     assert x.min() >= -2.0 and x.max() < 3.0
     assert abs(x.mean() - 0.5) < 0.01 and abs(x.var() - 25 / 12) < 0.02
     assert ks_uniform(x, -2.0, 3.0) < 0.0025  # KS 1% point: 0.00163
@@ -139,7 +132,7 @@ def test_uniform_statistics(dtype):
 @pytest.mark.parametrize("dtype", [ampc.float32, ampc.float64])
 def test_normal_statistics(dtype):
     ampc.manual_seed(12)
-    x = arr(ampc.empty(N, dtype=dtype).normal_(1.5, 2.0))
+    x = host(ampc.empty(N, dtype=dtype).normal_(1.5, 2.0))
     assert abs(x.mean() - 1.5) < 0.012 and abs(x.std() - 2.0) < 0.01
     assert cdf_distance_normal(x, 1.5, 2.0) < 0.0025
     # The pairs of Box-Muller are independent: neighbours are uncorrelated.
@@ -150,9 +143,9 @@ def test_rand_and_randn_defaults():
     ampc.manual_seed(13)
     x = ampc.rand(1000, 1000)
     assert x.dtype == ampc.float32 and x.shape == (1000, 1000)
-    v = arr(x)
+    v = host(x)
     assert 0 <= v.min() and v.max() < 1 and ks_uniform(v.ravel(), 0, 1) < 0.0025
-    z = arr(ampc.randn(N))
+    z = host(ampc.randn(N))
     assert cdf_distance_normal(z, 0, 1) < 0.0025
     assert ampc.rand(3, requires_grad=True).requires_grad
     assert ampc.rand(()).shape == () and ampc.rand(3, 0).shape == (3, 0) and ampc.randn(0).shape == (0,)
@@ -169,9 +162,9 @@ def test_half_outputs_are_the_float32_stream_rounded_once(dtype):
     want = f.astype(NP_OF[dtype])
     want[want.astype(np.float32) == 1.0] = 0  # [0, 1): a value rounded up to 1 becomes 0, as torch
     np.testing.assert_array_equal(h.float().numpy(), want.astype(np.float32))
-    assert arr(h).max() < 1.0
+    assert host(h).max() < 1.0
     ampc.manual_seed(15)
-    z = arr(ampc.randn(200000, dtype=dtype))
+    z = host(ampc.randn(200000, dtype=dtype))
     assert abs(z.mean()) < 0.01 and abs(z.std() - 1) < 0.01
 
 
@@ -181,9 +174,9 @@ def test_like_variants():
     assert r.shape == (3, 4) and r.dtype == ampc.float16
     assert ampc.randn_like(src, dtype=ampc.float64).dtype == ampc.float64
     i = ampc.randint_like(src, 10)
-    assert i.dtype == ampc.float16 and arr(i).max() < 10 and np.all(arr(i) == np.floor(arr(i)))
+    assert i.dtype == ampc.float16 and host(i).max() < 10 and np.all(host(i) == np.floor(host(i)))
     j = ampc.randint_like(ampc.zeros(1000, dtype=ampc.int32), -4, 4)
-    assert j.dtype == ampc.int32 and set(arr(j).astype(int)) == set(range(-4, 4))
+    assert j.dtype == ampc.int32 and set(host(j).astype(int)) == set(range(-4, 4))
     assert ampc.randint_like(src, low=5, high=6).float().numpy().min() == 5
 
 
@@ -233,7 +226,7 @@ def test_randint_bounds_and_coverage():
                                         (ampc.bfloat16, 2**8), (ampc.float64, 2**53)])
 def test_random_default_ranges(dtype, high):
     ampc.manual_seed(32)
-    v = arr(ampc.empty(20000, dtype=dtype).random_())
+    v = host(ampc.empty(20000, dtype=dtype).random_())
     assert v.min() >= 0 and v.max() <= high and np.all(v == np.floor(v))
     if high <= 256:
         assert v.max() >= high - 2  # the top of the range is reached
@@ -270,7 +263,7 @@ def test_randperm_is_a_permutation(n):
 def test_randperm_dtypes_and_uniformity():
     ampc.manual_seed(42)
     q = ampc.randperm(2049, dtype=ampc.float16)
-    np.testing.assert_array_equal(np.sort(arr(q)), np.arange(2049))
+    np.testing.assert_array_equal(np.sort(host(q)), np.arange(2049))
     assert ampc.randperm(256, dtype=ampc.uint8).dtype == ampc.uint8
     # each of the 6 orders of 3 elements is equally likely
     seen = {}
@@ -297,13 +290,13 @@ def test_bernoulli_forms():
     b = ampc.empty(10000, 2, dtype=ampc.bool).bernoulli_(ampc.tensor([0.0, 1.0]))
     assert not b.numpy()[:, 0].any() and b.numpy()[:, 1].all()
     h = ampc.empty(1000, dtype=ampc.float16).bernoulli_(0.5)
-    assert set(np.unique(arr(h)).tolist()) == {0.0, 1.0}
+    assert set(np.unique(host(h)).tolist()) == {0.0, 1.0}
 
 
 def test_normal_forms():
     ampc.manual_seed(61)
     x = ampc.normal(2.0, 3.0, (200000,))
-    assert x.dtype == ampc.float32 and abs(arr(x).mean() - 2) < 0.03 and abs(arr(x).std() - 3) < 0.03
+    assert x.dtype == ampc.float32 and abs(host(x).mean() - 2) < 0.03 and abs(host(x).std() - 3) < 0.03
     assert ampc.normal(0.0, 1.0, size=(3, 4), dtype=ampc.float64).dtype == ampc.float64
     mean = ampc.tensor([[-10.0], [10.0]])
     y = ampc.normal(mean, ampc.full((50000,), 0.5))  # broadcast to (2, 50000)
@@ -312,7 +305,7 @@ def test_normal_forms():
     assert abs(v[0].mean() + 10) < 0.02 and abs(v[1].mean() - 10) < 0.02 and abs(v[0].std() - 0.5) < 0.01
     assert ampc.normal(mean, 2.0).shape == (2, 1)
     z = ampc.normal(1.0, ampc.full((40000,), 2.0, dtype=ampc.float16))
-    assert z.dtype == ampc.float16 and abs(arr(z).mean() - 1) < 0.05
+    assert z.dtype == ampc.float16 and abs(host(z).mean() - 1) < 0.05
     assert ampc.normal(ampc.zeros(3)).shape == (3,)
 
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import ampc
+from helpers import host_exact
 
 RNG_SEED = 1234
 
@@ -22,7 +23,7 @@ def rng():
     return np.random.default_rng(RNG_SEED)
 
 
-def make(shape, dtype="float32", layout="contiguous", low=-2.0, high=2.0, seed=0):
+def sample_in_layout(shape, dtype="float32", layout="contiguous", low=-2.0, high=2.0, seed=0):
     """An ampc tensor of `shape` in `layout` and the float64 NumPy array of its exact values."""
     g = np.random.default_rng(RNG_SEED + seed)
     if layout == "transposed":  # storage in reversed dim order, viewed back: strides run backwards
@@ -48,20 +49,11 @@ def make(shape, dtype="float32", layout="contiguous", low=-2.0, high=2.0, seed=0
     assert tuple(t.shape) == tuple(shape)
     if layout != "contiguous" and t.numel() > 1:
         assert not t.is_contiguous()
-    return t, values(t)
-
-
-def values(t):
-    """float64 NumPy copy of a tensor's values (bool and ints exactly)."""
-    if t.dtype in (ampc.bool,):
-        return t.numpy().copy()
-    if t.dtype in (ampc.int64, ampc.int32, ampc.uint8):
-        return t.numpy().astype(np.int64)
-    return t.double().numpy().copy()
+    return t, host_exact(t)
 
 
 def to_torch(t):
-    return torch.from_numpy(values(t)).to(getattr(torch, str(t.dtype).split(".")[-1]))
+    return torch.from_numpy(host_exact(t)).to(getattr(torch, str(t.dtype).split(".")[-1]))
 
 
 def np_axis(dim, ndim):
@@ -73,7 +65,7 @@ def np_axis(dim, ndim):
 def check_close(got, ref, dtype, scale=None):
     """got (ampc tensor) against a float64 reference, allowing one rounding to `dtype` (and a
     cancellation allowance relative to `scale`, the size of the summands)."""
-    got_v = values(got)
+    got_v = host_exact(got)
     ref = np.asarray(ref, dtype=np.float64)
     assert got_v.shape == ref.shape, (got_v.shape, ref.shape)
     rtol = ROUND_RTOL[dtype]
@@ -91,7 +83,7 @@ DIMS_3D = [None, 0, 1, -1, (0, 2), (2, 0), (-1, 1), (0, 1, 2), ()]
 @pytest.mark.parametrize("keepdim", [False, True])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
 def test_sum_mean_amax_amin_dims(dim, keepdim, layout):
-    t, x = make((3, 4, 5), "float32", layout)
+    t, x = sample_in_layout((3, 4, 5), "float32", layout)
     axis = np_axis(dim, 3)
     kwargs = {} if dim is None else {"dim": dim}
     scale = np.sum(np.abs(x))
@@ -105,7 +97,7 @@ def test_sum_mean_amax_amin_dims(dim, keepdim, layout):
 @pytest.mark.parametrize("dim", [None, 0, 1, -1, (0, 2)])
 @pytest.mark.parametrize("layout", ["contiguous", "sliced"])
 def test_prod(dim, layout):
-    t, x = make((3, 4, 5), "float64", layout, low=0.5, high=1.5)
+    t, x = sample_in_layout((3, 4, 5), "float64", layout, low=0.5, high=1.5)
     axis = np_axis(dim, 3)
     got = t.prod() if dim is None else t.prod(dim)
     check_close(got, np.prod(x, axis=axis), "float64")
@@ -116,7 +108,7 @@ def test_prod(dim, layout):
 def test_float_dtypes_round_once(dtype, dim):
     """Low-precision inputs accumulate in double and round once: the result is float64 NumPy's,
     rounded to the dtype, and within one rounding of torch's."""
-    t, x = make((6, 70, 9), dtype)
+    t, x = sample_in_layout((6, 70, 9), dtype)
     axis = np_axis(dim, 3)
     kw = {} if dim is None else {"dim": dim}
     tt = to_torch(t)
@@ -126,13 +118,13 @@ def test_float_dtypes_round_once(dtype, dim):
         assert got.dtype == t.dtype
         check_close(got, ref, dtype, scale=np.max(np.abs(x)))
         want = getattr(tt, name)(**kw).double().numpy()  # torch accumulates fp32 in fp32
-        np.testing.assert_allclose(values(got), want, rtol=2 * ROUND_RTOL[dtype],
+        np.testing.assert_allclose(host_exact(got), want, rtol=2 * ROUND_RTOL[dtype],
                                    atol=ROUND_RTOL[dtype] * math.sqrt(x.size) * np.max(np.abs(x)))
 
 
 @pytest.mark.parametrize("dtype", INT_DTYPES)
 def test_integer_and_bool_inputs(dtype):
-    t, x = make((4, 7), dtype, "transposed")
+    t, x = sample_in_layout((4, 7), dtype, "transposed")
     s = t.sum()
     assert s.dtype == ampc.int64 and s.item() == int(np.sum(x.astype(np.int64)))
     s1 = t.sum(0)
@@ -143,8 +135,8 @@ def test_integer_and_bool_inputs(dtype):
     np.testing.assert_array_equal(p.numpy(), np.prod(x.astype(np.int64), axis=1))
     mx = t.amax(1)
     assert mx.dtype == t.dtype
-    np.testing.assert_array_equal(values(mx), np.max(x, axis=1))
-    np.testing.assert_array_equal(values(t.amin(0)), np.min(x, axis=0))
+    np.testing.assert_array_equal(host_exact(mx), np.max(x, axis=1))
+    np.testing.assert_array_equal(host_exact(t.amin(0)), np.min(x, axis=0))
     assert t.cumsum(0).dtype == ampc.int64
     np.testing.assert_array_equal(t.cumsum(0).numpy(), np.cumsum(x.astype(np.int64), axis=0))
 
@@ -158,7 +150,7 @@ def test_integer_sums_wrap_and_are_exact():
 
 
 def test_sum_dtype_argument():
-    t, x = make((5, 6), "float32")
+    t, x = sample_in_layout((5, 6), "float32")
     s64 = t.sum(1, dtype=ampc.float64)
     assert s64.dtype == ampc.float64
     np.testing.assert_allclose(s64.numpy(), np.sum(x, axis=1), rtol=1e-14)
@@ -170,12 +162,12 @@ def test_sum_dtype_argument():
     assert m.dtype == ampc.float64 and m.item() == 2.0
     assert ampc.tensor([1, 0], dtype=ampc.int64).sum(dtype=ampc.bool).item() is True
     h = t.half().sum(dtype=ampc.float32)  # widened in the kernel, no rounding of a cast
-    np.testing.assert_allclose(h.item(), np.sum(values(t.half())), rtol=2e-7)
+    np.testing.assert_allclose(h.item(), np.sum(host_exact(t.half())), rtol=2e-7)
     assert t.prod(dtype=ampc.float64).dtype == ampc.float64
 
 
 def test_module_functions_and_input_keyword():
-    t, x = make((3, 4))
+    t, x = sample_in_layout((3, 4))
     np.testing.assert_allclose(ampc.sum(t, 1).numpy(), np.sum(x, 1), rtol=1e-6)
     np.testing.assert_allclose(ampc.sum(input=t, dim=0).numpy(), np.sum(x, 0), rtol=1e-6)
     np.testing.assert_allclose(ampc.mean(t, (0, 1), True).numpy(), np.mean(x, (0, 1), keepdims=True), rtol=1e-6)
@@ -191,18 +183,18 @@ def test_module_functions_and_input_keyword():
 @pytest.mark.parametrize("dim", [0, 1, -1])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])
 def test_max_min_dim_and_arg(dtype, dim, layout):
-    t, x = make((7, 9), dtype, layout)
+    t, x = sample_in_layout((7, 9), dtype, layout)
     for fn, npv, npi in [("max", np.max, np.argmax), ("min", np.min, np.argmin)]:
         r = getattr(t, fn)(dim)
         assert r.values.dtype == t.dtype and r.indices.dtype == ampc.int64
-        np.testing.assert_array_equal(values(r.values), npv(x, axis=dim))
+        np.testing.assert_array_equal(host_exact(r.values), npv(x, axis=dim))
         np.testing.assert_array_equal(r.indices.numpy(), npi(x, axis=dim))
         v, i = getattr(ampc, fn)(t, dim, keepdim=True)
         assert tuple(v.shape) == tuple(npv(x, axis=dim, keepdims=True).shape)
         np.testing.assert_array_equal(i.numpy(), np.expand_dims(npi(x, axis=dim), dim))
         np.testing.assert_array_equal(getattr(t, "arg" + fn)(dim).numpy(), npi(x, axis=dim))
         assert getattr(t, "arg" + fn)().item() == npi(x)  # flat index over the logical order
-        assert values(getattr(t, fn)()) == npv(x)
+        assert host_exact(getattr(t, fn)()) == npv(x)
 
 
 def test_ties_pick_first_occurrence():
@@ -242,14 +234,14 @@ def test_all_minus_inf_rows_have_index_zero():
 
 
 def test_max_with_other_is_elementwise():
-    a, x = make((3, 4), seed=1)
-    b, y = make((3, 4), seed=2)
+    a, x = sample_in_layout((3, 4), seed=1)
+    b, y = sample_in_layout((3, 4), seed=2)
     np.testing.assert_array_equal(ampc.max(a, b).numpy(), np.maximum(x, y))
     np.testing.assert_array_equal(a.min(b).numpy(), np.minimum(x, y))
 
 
 def test_return_types_are_named_tuples():
-    t, _ = make((2, 3))
+    t, _ = sample_in_layout((2, 3))
     r = t.max(dim=1)
     values_, indices = r
     assert values_ is r.values or np.array_equal(values_.numpy(), r.values.numpy())
@@ -259,7 +251,7 @@ def test_return_types_are_named_tuples():
 
 
 def test_argmax_keepdim_without_dim():
-    t, x = make((2, 3, 4))
+    t, x = sample_in_layout((2, 3, 4))
     r = t.argmax(keepdim=True)
     assert tuple(r.shape) == (1, 1, 1) and r.item() == np.argmax(x)
     assert tuple(torch.from_numpy(x).argmax(keepdim=True).shape) == (1, 1, 1)
@@ -272,7 +264,7 @@ def test_argmax_keepdim_without_dim():
 @pytest.mark.parametrize("correction", [0, 1, 2, 0.5])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])
 def test_var_std(dim, correction, layout):
-    t, x = make((5, 6, 7), "float64", layout)
+    t, x = sample_in_layout((5, 6, 7), "float64", layout)
     axis = np_axis(dim, 3)
     kw = {} if dim is None else {"dim": dim}
     n = x.size if axis is None else np.prod([x.shape[a] for a in np.atleast_1d(axis)])
@@ -282,7 +274,7 @@ def test_var_std(dim, correction, layout):
 
 
 def test_var_unbiased_forms_and_keepdim():
-    t, x = make((4, 5))
+    t, x = sample_in_layout((4, 5))
     np.testing.assert_allclose(t.var().item(), np.var(x, ddof=1), rtol=1e-6)
     np.testing.assert_allclose(t.var(False).item(), np.var(x), rtol=1e-6)
     np.testing.assert_allclose(t.var(unbiased=False).item(), np.var(x), rtol=1e-6)
@@ -297,13 +289,13 @@ def test_var_low_precision_and_large_mean(dtype):
     g = rng()
     x = (g.standard_normal((64, 300)) + (1e3 if dtype in ("float16", "bfloat16") else 1e6)).astype(np.float32)
     t = ampc.from_numpy(x).to(getattr(ampc, dtype))
-    xv = values(t)
+    xv = host_exact(t)
     for dim in (0, 1):  # across rows (Welford) and along rows (two passes)
         got = t.var(dim)
         ref = np.var(xv, axis=dim, ddof=1)
         check_close(got, ref, dtype)
         # torch's float64 Welford loses ~1e-10 to the 1e6 offset; ours is shifted and exact
-        np.testing.assert_allclose(values(got), to_torch(t).var(dim).double().numpy(),
+        np.testing.assert_allclose(host_exact(got), to_torch(t).var(dim).double().numpy(),
                                    rtol=max(2 * ROUND_RTOL[dtype], 1e-9))
 
 
@@ -321,7 +313,7 @@ def test_var_degenerate_like_torch():
 @pytest.mark.parametrize("p", [2, 1, 3, 0.5, 0, float("inf"), float("-inf"), -1, "fro"])
 @pytest.mark.parametrize("dim", [None, 0, (0, 1), -1])
 def test_norm_orders(p, dim):
-    t, x = make((4, 5, 3), "float64", "sliced")
+    t, x = sample_in_layout((4, 5, 3), "float64", "sliced")
     x[0, 0, 0] = 0.0
     t[0, 0, 0] = 0.0
     axis = np_axis(dim, 3)
@@ -339,19 +331,19 @@ def test_norm_orders(p, dim):
     kw = {} if dim is None else {"dim": dim}
     check_close(t.norm(p, **kw), ref, "float64")
     want = torch.norm(to_torch(t), p=p, **kw).numpy()
-    np.testing.assert_allclose(values(t.norm(p, **kw)), want, rtol=1e-12)
+    np.testing.assert_allclose(host_exact(t.norm(p, **kw)), want, rtol=1e-12)
     if p != "fro":
         check_close(ampc.vector_norm(t, p, **kw), ref, "float64")
 
 
 def test_norm_defaults_dtype_and_keepdim():
-    t, x = make((3, 4), "float16")
+    t, x = sample_in_layout((3, 4), "float16")
     n = t.norm()
     assert n.dtype == ampc.float16
-    check_close(n, np.sqrt(np.sum(values(t) ** 2)), "float16")
+    check_close(n, np.sqrt(np.sum(host_exact(t) ** 2)), "float16")
     n64 = t.norm(dtype=ampc.float64)
     assert n64.dtype == ampc.float64
-    np.testing.assert_allclose(n64.item(), np.sqrt(np.sum(values(t) ** 2)), rtol=1e-14)
+    np.testing.assert_allclose(n64.item(), np.sqrt(np.sum(host_exact(t) ** 2)), rtol=1e-14)
     k = ampc.vector_norm(t, 1, dim=1, keepdim=True)
     assert tuple(k.shape) == (3, 1)
     assert ampc.empty(0).norm().item() == 0.0 and ampc.empty(0, 2).norm(0, dim=0).shape == (2,)
@@ -363,21 +355,20 @@ def test_norm_defaults_dtype_and_keepdim():
 @pytest.mark.parametrize("dim", [0, 1, -1, (0, 1), (2, 0)])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
 def test_logsumexp(dim, dtype):
-    t, x = make((6, 7, 8), dtype, "transposed", low=-30, high=30)
+    t, x = sample_in_layout((6, 7, 8), dtype, "transposed", low=-30, high=30)
     axis = np_axis(dim, 3)
     m = np.max(x, axis=axis, keepdims=True)
     ref = np.squeeze(m, axis=axis) + np.log(np.sum(np.exp(x - m), axis=axis))
     got = t.logsumexp(dim)
     check_close(got, ref, dtype)
-    np.testing.assert_allclose(values(got), torch.logsumexp(to_torch(t), dim).double().numpy(),
+    np.testing.assert_allclose(host_exact(got), torch.logsumexp(to_torch(t), dim).double().numpy(),
                                rtol=2 * ROUND_RTOL[dtype])
 
 
 def test_logsumexp_stable_and_special_values():
     x = np.array([[1000.0, 1000.0], [-1000.0, -1000.0], [np.inf, 1.0], [-np.inf, 0.0]], dtype=np.float32)
     got = ampc.logsumexp(ampc.from_numpy(x), 1, keepdim=True)
-    np.testing.assert_allclose(got.numpy(), torch.logsumexp(torch.from_numpy(x), 1, keepdim=True).numpy(),
-                               rtol=1e-6)
+    np.testing.assert_allclose(got.numpy(), torch.logsumexp(torch.from_numpy(x), 1, keepdim=True).numpy(), rtol=1e-6)
     ints = ampc.tensor([1, 2, 3])
     r = ints.logsumexp(0)
     assert r.dtype == ampc.float32
@@ -413,14 +404,14 @@ def test_any_all(dtype, dim):
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
 def test_cumsum(dim, layout, dtype):
-    t, x = make((4, 5, 6), dtype, layout)
+    t, x = sample_in_layout((4, 5, 6), dtype, layout)
     got = t.cumsum(dim)
     assert got.dtype == (ampc.int64 if dtype == "int32" else t.dtype)
     if dtype == "int32":
         np.testing.assert_array_equal(got.numpy(), np.cumsum(x, axis=dim))
     else:
         check_close(got, np.cumsum(x, axis=dim), dtype, scale=np.max(np.abs(x)) * x.shape[dim])
-        np.testing.assert_allclose(values(got), torch.cumsum(to_torch(t), dim).double().numpy(),
+        np.testing.assert_allclose(host_exact(got), torch.cumsum(to_torch(t), dim).double().numpy(),
                                    rtol=2 * ROUND_RTOL[dtype], atol=1e-2 if dtype == "float16" else 1e-5)
 
 
@@ -480,7 +471,7 @@ def test_large_full_sum_matches_float64():
 @pytest.mark.parametrize("shape,dim", [((20000, 37), 0), ((37, 20000), 1), ((3, 30000, 7), 1),
                                        ((40001, 3), 0), ((300, 400), (0, 1)), ((5, 70000), 0)])
 def test_large_reductions_each_path(shape, dim):
-    t, x = make(shape, "float32", seed=5)
+    t, x = sample_in_layout(shape, "float32", seed=5)
     axis = np_axis(dim, len(shape))
     scale = np.sum(np.abs(x), axis=axis)
     check_close(t.sum(dim), np.sum(x, axis=axis), "float32", scale=np.max(scale))
@@ -496,7 +487,7 @@ def test_large_reductions_each_path(shape, dim):
 
 @pytest.mark.parametrize("layout", ["transposed", "sliced"])
 def test_large_strided_layouts(layout):
-    t, x = make((600, 700), "float32", layout, seed=3)
+    t, x = sample_in_layout((600, 700), "float32", layout, seed=3)
     for dim in (0, 1, None):
         axis = np_axis(dim, 2)
         got = t.sum() if dim is None else t.sum(dim)
@@ -507,7 +498,7 @@ def test_large_strided_layouts(layout):
 
 
 def test_large_expanded():
-    t, x = make((600, 700), "float32", seed=3)
+    t, x = sample_in_layout((600, 700), "float32", seed=3)
     row = ampc.from_numpy(x[0].copy()).expand(500, 700)  # stride-0 dim
     check_close(row.sum(0), 500 * x[0].astype(np.float64), "float32", scale=500 * np.max(np.abs(x[0])))
     assert row.argmax(0).tolist() == [0] * 700
@@ -517,7 +508,7 @@ def test_large_expanded():
 
 
 def test_dim_errors():
-    t, _ = make((2, 3))
+    t, _ = sample_in_layout((2, 3))
     with pytest.raises(RuntimeError, match="dim 0 appears multiple times in the list of dims"):
         t.sum((0, -2))
     with pytest.raises(RuntimeError, match="dim 1 appears multiple times in the list of dims"):
@@ -544,7 +535,8 @@ def test_dtype_errors():
         i.mean()
     with pytest.raises(RuntimeError, match="Got: Bool"):
         ampc.tensor([True]).mean()
-    with pytest.raises(RuntimeError, match=r"Optional dtype must be either a floating point or complex dtype. Got: Int"):
+    with pytest.raises(RuntimeError,
+                       match=r"Optional dtype must be either a floating point or complex dtype. Got: Int"):
         ampc.tensor([1.0]).mean(dtype=ampc.int32)
     with pytest.raises(RuntimeError, match="std and var only support floating point and complex dtypes"):
         i.var()

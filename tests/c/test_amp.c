@@ -61,7 +61,5 @@ CTEST(amp_update_scale) {
     CHECK(ampc_amp_update_scale_(scale, tracker, found, 2.0, 0.5, 1, 1.0, 1024.0) == AMPC_OK);
     CHECK(value(scale, 0) == 1.0);
     CHECK(ampc_amp_update_scale_(scale, tracker, found, 2.0, 0.5, 0, 0, INFINITY) == AMPC_E_VALUE);
-    ampc_tensor_decref(scale);
-    ampc_tensor_decref(tracker);
-    ampc_tensor_decref(found);
+    DECREF(scale, tracker, found);
 }

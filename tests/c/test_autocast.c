@@ -105,7 +105,5 @@ CTEST(autocast_cuda_ban) {
     CHECK(r == 1 && ac.t[0]->dtype == AMPC_FLOAT32);
     if (r == 1) ampc_autocast_exit(&ac, NULL);
     ampc_autocast_set_enabled(AMPC_CPU, false);
-    ampc_tensor_decref(p);
-    ampc_tensor_decref(t);
-    ampc_tensor_decref(ph);
+    DECREF(p, t, ph);
 }

@@ -10,12 +10,7 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static ampc_tensor *vec(int n, const double *v) {
-    int64_t shape[1] = {n};
-    ampc_tensor *t = ampc_empty(1, shape, AMPC_FLOAT64, ampc_cpu_device());
-    memcpy(ampc_data_ptr(t), v, sizeof(double) * (size_t)n);
-    return t;
-}
+static ampc_tensor *vec(int n, const double *v) { return ctest_vec(AMPC_FLOAT64, n, v); }
 
 static ampc_tensor *leaf(int n, const double *v) {
     ampc_tensor *t = vec(n, v);
@@ -23,11 +18,7 @@ static ampc_tensor *leaf(int n, const double *v) {
     return t;
 }
 
-static double at(const ampc_tensor *t, int64_t i) {
-    ampc_scalar s;
-    if (!t || ampc_get_scalar(t, i, &s) != AMPC_OK) return NAN;
-    return ampc_scalar_to_double(s);
-}
+static double at(const ampc_tensor *t, int64_t i) { return ctest_value(t, i); }
 
 /* The frontends record their own nodes; the helpers record explicitly only where a frontend
  * did not (so the rules can also be driven directly). */
@@ -109,11 +100,7 @@ CTEST(autograd_simple_chain) {
     /* the graph was freed of its saved tensors: a second pass fails with PyTorch's text */
     CHECK(ampc_backward(1, &y, NULL, false, false, 0, NULL, NULL, false) != AMPC_OK);
     CHECK(error_has("Trying to backward through the graph a second time"));
-    ampc_tensor_decref(y);
-    ampc_tensor_decref(s);
-    ampc_tensor_decref(ab);
-    ampc_tensor_decref(a);
-    ampc_tensor_decref(b);
+    DECREF(y, s, ab, a, b);
     end();
 }
 
@@ -132,10 +119,7 @@ CTEST(autograd_accumulates_and_retains) {
     ampc_tensor *c = vec(2, va);
     CHECK(ampc_backward(1, &c, NULL, false, false, 0, NULL, NULL, false) != AMPC_OK);
     CHECK(error_has("element 0 of tensors does not require grad and does not have a grad_fn"));
-    ampc_tensor_decref(c);
-    ampc_tensor_decref(y);
-    ampc_tensor_decref(sq);
-    ampc_tensor_decref(a);
+    DECREF(c, y, sq, a);
     end();
 }
 
@@ -154,10 +138,7 @@ CTEST(autograd_broadcast_and_dtype) {
     CHECK_CLOSE(at(a->grad, 1), 6.0, 1e-6); /* sum over the broadcast dim of b */
     CHECK(b->grad && b->grad->dtype == AMPC_FLOAT64 && b->grad->shape[0] == 2);
     CHECK_CLOSE(at(b->grad, 0), 6.0, 1e-12);
-    ampc_tensor_decref(y);
-    ampc_tensor_decref(p);
-    ampc_tensor_decref(a);
-    ampc_tensor_decref(b);
+    DECREF(y, p, a, b);
     end();
 }
 
@@ -177,9 +158,7 @@ CTEST(autograd_version_check) {
     ampc_set_grad_enabled(false);
     CHECK(ampc_autograd_check_inplace(x) == AMPC_OK); /* allowed under no_grad */
     ampc_set_grad_enabled(true);
-    ampc_tensor_decref(y);
-    ampc_tensor_decref(e);
-    ampc_tensor_decref(x);
+    DECREF(y, e, x);
     end();
 }
 
@@ -232,11 +211,7 @@ CTEST(autograd_grad_inputs_and_unused) {
     ampc_tensor *only_b[1] = {b};
     CHECK(ampc_backward(1, &y, NULL, false, false, 1, only_b, NULL, false) == AMPC_OK);
     CHECK(!a->grad && b->grad && fabs(at(b->grad, 1) - 2.0) < 1e-12);
-    ampc_tensor_decref(y);
-    ampc_tensor_decref(p);
-    ampc_tensor_decref(a);
-    ampc_tensor_decref(b);
-    ampc_tensor_decref(c);
+    DECREF(y, p, a, b, c);
     end();
 }
 
@@ -255,12 +230,7 @@ CTEST(autograd_second_order) {
     CHECK(ampc_backward(1, &gs, NULL, false, false, 0, NULL, NULL, false) == AMPC_OK);
     CHECK_CLOSE(at(x->grad, 0), 6 * v[0], 1e-12); /* d(3x^2)/dx = 6x */
     CHECK_CLOSE(at(x->grad, 1), 6 * v[1], 1e-12);
-    ampc_tensor_decref(gs);
-    ampc_tensor_decref(g);
-    ampc_tensor_decref(y);
-    ampc_tensor_decref(x3);
-    ampc_tensor_decref(x2);
-    ampc_tensor_decref(x);
+    DECREF(gs, g, y, x3, x2, x);
     end();
 }
 
@@ -299,10 +269,7 @@ CTEST(autograd_hooks_and_retain_grad) {
     ampc_tensor *c = vec(2, v);
     CHECK(ampc_register_hook(c, double_hook, NULL, NULL) < 0 &&
           error_has("cannot register a hook on a tensor that doesn't require gradient"));
-    ampc_tensor_decref(c);
-    ampc_tensor_decref(y);
-    ampc_tensor_decref(h);
-    ampc_tensor_decref(x);
+    DECREF(c, y, h, x);
     end();
 }
 
@@ -327,9 +294,7 @@ CTEST(autograd_rules_spot_values) {
             }
             CHECK_CLOSE(at(x->grad, i), want, 1e-9);
         }
-        ampc_tensor_decref(s);
-        ampc_tensor_decref(y);
-        ampc_tensor_decref(x);
+        DECREF(s, y, x);
     }
     end();
 }
@@ -350,10 +315,7 @@ CTEST(autograd_inplace_on_view) {
     CHECK(ampc_backward(1, &y, NULL, false, false, 0, NULL, NULL, false) == AMPC_OK);
     CHECK_CLOSE(at(x->grad, 0), 2.0, 1e-12);
     CHECK_CLOSE(at(x->grad, 1), 3.0, 1e-12);
-    ampc_tensor_decref(y);
-    ampc_tensor_decref(bw);
-    ampc_tensor_decref(v);
-    ampc_tensor_decref(b);
+    DECREF(y, bw, v, b);
 
     /* h = 2 z; h[1] *= 3; sum(h): dz = [2, 6, 2] */
     double vz[3] = {1, 1, 1};
@@ -376,14 +338,6 @@ CTEST(autograd_inplace_on_view) {
     if (!z0->grad_fn) ampc_ad_record_view(AMPC_AD_SELECT, z, z0, 2, (int64_t[]){0, 0});
     CHECK(ampc_autograd_check_inplace(z0) != AMPC_OK &&
           error_has("a view of a leaf Variable that requires grad is being used in an in-place operation."));
-    ampc_tensor_decref(z0);
-    ampc_tensor_decref(s);
-    ampc_tensor_decref(h1);
-    ampc_tensor_decref(h);
-    ampc_tensor_decref(two);
-    ampc_tensor_decref(three);
-    ampc_tensor_decref(z);
-    ampc_tensor_decref(x);
-    ampc_tensor_decref(w);
+    DECREF(z0, s, h1, h, two, three, z, x, w);
     end();
 }

@@ -4,37 +4,30 @@
 
 #include "ctest.h"
 
+/* The result dtype of two operands, each a dtype, a dim count and whether it is a Python number. */
+static ampc_dtype result_type_of(ampc_dtype a, int a_dim, bool a_python, ampc_dtype b, int b_dim, bool b_python) {
+    ampc_result_type_state st;
+    ampc_result_type_init(&st);
+    ampc_result_type_update(&st, a, a_dim, a_python);
+    ampc_result_type_update(&st, b, b_dim, b_python);
+    return ampc_result_type_finish(&st);
+}
+
 CTEST(dtype_promotion) {
     CHECK(ampc_promote_types(AMPC_FLOAT16, AMPC_BFLOAT16) == AMPC_FLOAT32);
     CHECK(ampc_promote_types(AMPC_UINT8, AMPC_INT32) == AMPC_INT32);
     CHECK(ampc_promote_types(AMPC_BOOL, AMPC_UINT8) == AMPC_UINT8);
     CHECK(ampc_promote_types(AMPC_INT64, AMPC_FLOAT16) == AMPC_FLOAT16);
-    ampc_result_type_state st;
     /* int tensor + Python float -> default float dtype */
-    ampc_result_type_init(&st);
-    ampc_result_type_update(&st, AMPC_INT64, 1, false);
-    ampc_result_type_update(&st, AMPC_FLOAT64, 0, true);
-    CHECK(ampc_result_type_finish(&st) == AMPC_FLOAT32);
+    CHECK(result_type_of(AMPC_INT64, 1, false, AMPC_FLOAT64, 0, true) == AMPC_FLOAT32);
     /* fp16 tensor + 0-dim fp32 tensor stays fp16 */
-    ampc_result_type_init(&st);
-    ampc_result_type_update(&st, AMPC_FLOAT16, 2, false);
-    ampc_result_type_update(&st, AMPC_FLOAT32, 0, false);
-    CHECK(ampc_result_type_finish(&st) == AMPC_FLOAT16);
+    CHECK(result_type_of(AMPC_FLOAT16, 2, false, AMPC_FLOAT32, 0, false) == AMPC_FLOAT16);
     /* int tensor + 0-dim float64 tensor -> float64 */
-    ampc_result_type_init(&st);
-    ampc_result_type_update(&st, AMPC_INT32, 1, false);
-    ampc_result_type_update(&st, AMPC_FLOAT64, 0, false);
-    CHECK(ampc_result_type_finish(&st) == AMPC_FLOAT64);
+    CHECK(result_type_of(AMPC_INT32, 1, false, AMPC_FLOAT64, 0, false) == AMPC_FLOAT64);
     /* bool tensor + Python int -> int64 */
-    ampc_result_type_init(&st);
-    ampc_result_type_update(&st, AMPC_BOOL, 1, false);
-    ampc_result_type_update(&st, AMPC_INT64, 0, true);
-    CHECK(ampc_result_type_finish(&st) == AMPC_INT64);
+    CHECK(result_type_of(AMPC_BOOL, 1, false, AMPC_INT64, 0, true) == AMPC_INT64);
     /* uint8 tensor + Python int stays uint8 */
-    ampc_result_type_init(&st);
-    ampc_result_type_update(&st, AMPC_UINT8, 1, false);
-    ampc_result_type_update(&st, AMPC_INT64, 0, true);
-    CHECK(ampc_result_type_finish(&st) == AMPC_UINT8);
+    CHECK(result_type_of(AMPC_UINT8, 1, false, AMPC_INT64, 0, true) == AMPC_UINT8);
 }
 
 CTEST(half_roundtrip) {

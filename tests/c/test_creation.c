@@ -2,11 +2,7 @@
  * against PyTorch's rules, strided fills, and their errors, under ASan/UBSan. */
 #include "ctest.h"
 
-static double at(const ampc_tensor *t, int64_t i) {
-    ampc_scalar s;
-    if (ampc_get_scalar(t, i, &s) != AMPC_OK) return NAN;
-    return ampc_scalar_to_double(s);
-}
+static double at(const ampc_tensor *t, int64_t i) { return ctest_value(t, i); }
 
 CTEST(creation_arange) {
     ampc_tensor *t = ampc_arange(0, 1, 0.25, AMPC_FLOAT32, ampc_cpu_device());

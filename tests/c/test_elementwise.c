@@ -6,25 +6,9 @@
 
 #include "ctest.h"
 
-static ampc_tensor *vec_f32(int n, const float *v) {
-    int64_t shape[1] = {n};
-    ampc_tensor *t = ampc_empty(1, shape, AMPC_FLOAT32, ampc_cpu_device());
-    memcpy(ampc_data_ptr(t), v, sizeof(float) * (size_t)n);
-    return t;
-}
-
-static ampc_tensor *vec_i64(int n, const int64_t *v) {
-    int64_t shape[1] = {n};
-    ampc_tensor *t = ampc_empty(1, shape, AMPC_INT64, ampc_cpu_device());
-    memcpy(ampc_data_ptr(t), v, sizeof(int64_t) * (size_t)n);
-    return t;
-}
-
-static double elem(const ampc_tensor *t, int64_t i) {
-    ampc_scalar s;
-    if (ampc_get_scalar(t, i, &s) != AMPC_OK) return NAN;
-    return ampc_scalar_to_double(s);
-}
+static ampc_tensor *vec_f32(int n, const float *v) { return ctest_vec(AMPC_FLOAT32, n, v); }
+static ampc_tensor *vec_i64(int n, const int64_t *v) { return ctest_vec(AMPC_INT64, n, v); }
+static double elem(const ampc_tensor *t, int64_t i) { return ctest_value(t, i); }
 
 CTEST(ew_add_values_and_alpha) {
     float a[5] = {1, 2, 3, 4, 5}, b[5] = {10, 20, 30, 40, 50};
@@ -41,9 +25,7 @@ CTEST(ew_add_values_and_alpha) {
     ampc_tensor *ti = vec_i64(2, iv);
     CHECK(ampc_binary(AMPC_OP_ADD, ti, ti, ampc_scalar_float(1.5)) == NULL);
     CHECK(strstr(ampc_last_error(), "alpha must not be a floating point") != NULL);
-    ampc_tensor_decref(ti);
-    ampc_tensor_decref(ta);
-    ampc_tensor_decref(tb);
+    DECREF(ti, ta, tb);
 }
 
 CTEST(ew_scalar_operands_and_promotion) {
@@ -80,12 +62,7 @@ CTEST(ew_scalar_operands_and_promotion) {
     ampc_tensor *m3 = ampc_wrap_scalar(ampc_scalar_int(-3), ampc_cpu_device());
     r = ampc_binary(AMPC_OP_REMAINDER, td, m3, ampc_scalar_none()); /* Python's %: sign of the divisor */
     CHECK(r && elem(r, 0) == -2 && elem(r, 1) == -1 && elem(r, 2) == -1);
-    ampc_tensor_decref(r);
-    ampc_tensor_decref(m3);
-    ampc_tensor_decref(td);
-    ampc_tensor_decref(half);
-    ampc_tensor_decref(two);
-    ampc_tensor_decref(ti);
+    DECREF(r, m3, td, half, two, ti);
 }
 
 CTEST(ew_integer_edge_cases) {
@@ -115,11 +92,7 @@ CTEST(ew_integer_edge_cases) {
     ampc_tensor *forty = ampc_wrap_scalar(ampc_scalar_int(40), ampc_cpu_device());
     r = ampc_binary(AMPC_OP_POW, t, forty, ampc_scalar_none());
     CHECK(r != NULL);
-    ampc_tensor_decref(r);
-    ampc_tensor_decref(forty);
-    ampc_tensor_decref(zero);
-    ampc_tensor_decref(m1);
-    ampc_tensor_decref(t);
+    DECREF(r, forty, zero, m1, t);
 }
 
 CTEST(ew_broadcast_and_strides) {
@@ -149,15 +122,7 @@ CTEST(ew_broadcast_and_strides) {
     /* shapes that do not broadcast */
     CHECK(ampc_binary(AMPC_OP_ADD, x, col0, ampc_scalar_none()) == NULL);
     CHECK(strstr(ampc_last_error(), "must match the size of tensor b") != NULL);
-    ampc_tensor_decref(rz);
-    ampc_tensor_decref(z);
-    ampc_tensor_decref(r1);
-    ampc_tensor_decref(r2);
-    ampc_tensor_decref(col);
-    ampc_tensor_decref(col0);
-    ampc_tensor_decref(row);
-    ampc_tensor_decref(x);
-    ampc_tensor_decref(base);
+    DECREF(rz, z, r1, r2, col, col0, row, x, base);
 }
 
 CTEST(ew_unary_values) {
@@ -181,9 +146,7 @@ CTEST(ew_unary_values) {
         CHECK_CLOSE(elem(gt, i), 0.5 * x * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x))), 1e-6);
         CHECK_CLOSE(elem(sp, i), 2 * x > 1 ? x : log1p(exp(2 * x)) / 2, 1e-6);
     }
-    ampc_tensor_decref(g);
-    ampc_tensor_decref(gt);
-    ampc_tensor_decref(sp);
+    DECREF(g, gt, sp);
     ampc_tensor *c = ampc_clamp(t, ampc_scalar_float(-1), ampc_scalar_none());
     CHECK(c && elem(c, 0) == -1 && elem(c, 5) == 2.5);
     ampc_tensor_decref(c);
@@ -222,10 +185,7 @@ CTEST(ew_fp16_bf16_opmath) {
     r = ampc_unary(AMPC_OP_SIGMOID, bf);
     CHECK(r && r->dtype == AMPC_BFLOAT16);
     if (r) CHECK(((ampc_bfloat16 *)ampc_data_ptr(r))[1] == ampc_f32_to_bf16(1.0f / (1.0f + expf(-1.0f))));
-    ampc_tensor_decref(r);
-    ampc_tensor_decref(bf);
-    ampc_tensor_decref(s);
-    ampc_tensor_decref(h);
+    DECREF(r, bf, s, h);
 }
 
 CTEST(ew_inplace_rules) {
@@ -259,12 +219,7 @@ CTEST(ew_inplace_rules) {
     /* i.clamp_ / neg_ stay int */
     CHECK(ampc_clamp_(i, ampc_scalar_int(2), ampc_scalar_none()) == AMPC_OK && elem(i, 0) == 2);
     CHECK(ampc_unary_(AMPC_OP_NEG, i) == AMPC_OK && elem(i, 2) == -3);
-    ampc_tensor_decref(head);
-    ampc_tensor_decref(tail);
-    ampc_tensor_decref(ex);
-    ampc_tensor_decref(big);
-    ampc_tensor_decref(i);
-    ampc_tensor_decref(f);
+    DECREF(head, tail, ex, big, i, f);
 }
 
 CTEST(ew_where) {
@@ -288,10 +243,7 @@ CTEST(ew_where) {
     ampc_tensor_decref(r);
     CHECK(ampc_where(x, x, x) == NULL);
     CHECK(strstr(ampc_last_error(), "where expected condition to be a boolean tensor") != NULL);
-    ampc_tensor_decref(ti);
-    ampc_tensor_decref(zero);
-    ampc_tensor_decref(x);
-    ampc_tensor_decref(cond);
+    DECREF(ti, zero, x, cond);
 }
 
 CTEST(ew_large_parallel) {
@@ -306,7 +258,5 @@ CTEST(ew_large_parallel) {
     const float *q = (const float *)ampc_data_ptr(r);
     for (int64_t i = 0; i < n; i++) bad += q[i] != 2.0f * (float)(i % 1000);
     CHECK(bad == 0);
-    ampc_tensor_decref(r);
-    ampc_tensor_decref(two);
-    ampc_tensor_decref(a);
+    DECREF(r, two, a);
 }

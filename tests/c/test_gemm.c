@@ -155,9 +155,7 @@ static void mm_float_body(void) {
                 ampc_tensor *c = ampc_mm(a, b);
                 CHECK(c && c->shape[0] == n && c->shape[1] == m && c->dtype == dts[d] && ampc_is_contiguous(c));
                 if (c) CHECK(check_gemm(c, a, b, NULL, 0, 1) == 0);
-                ampc_tensor_decref(a);
-                ampc_tensor_decref(b);
-                ampc_tensor_decref(c);
+                DECREF(a, b, c);
             }
 }
 
@@ -193,9 +191,7 @@ static void large_body(void) {
         ampc_tensor *c = ampc_mm(a, b);
         CHECK(c != NULL);
         if (c) CHECK(check_gemm_every(997, c, a, b, NULL, 0, 1) == 0);
-        ampc_tensor_decref(a);
-        ampc_tensor_decref(b);
-        ampc_tensor_decref(c);
+        DECREF(a, b, c);
     }
 }
 
@@ -208,9 +204,7 @@ CTEST(gemm_integers) {
         ampc_tensor *c = ampc_mm(a, b);
         CHECK(c && c->dtype == dts[d]);
         if (c && dts[d] != AMPC_UINT8) CHECK(check_gemm(c, a, b, NULL, 0, 1) == 0);
-        ampc_tensor_decref(a);
-        ampc_tensor_decref(b);
-        ampc_tensor_decref(c);
+        DECREF(a, b, c);
     }
     /* wrapping: int32 2^16 * 2^16 * 2 = 2^33 wraps to 0, like PyTorch */
     int64_t s[2] = {1, 2}, s2[2] = {2, 1};

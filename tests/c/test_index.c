@@ -7,21 +7,13 @@
 #include "ctest.h"
 
 static ampc_tensor *make_f32(int nd, const int64_t *shape, const float *v) {
-    ampc_tensor *t = ampc_empty(nd, shape, AMPC_FLOAT32, ampc_cpu_device());
-    memcpy(ampc_data_ptr(t), v, ampc_nbytes(t));
-    return t;
+    return ctest_tensor(AMPC_FLOAT32, nd, shape, v);
 }
-
 static ampc_tensor *make_i64(int nd, const int64_t *shape, const int64_t *v) {
-    ampc_tensor *t = ampc_empty(nd, shape, AMPC_INT64, ampc_cpu_device());
-    memcpy(ampc_data_ptr(t), v, ampc_nbytes(t));
-    return t;
+    return ctest_tensor(AMPC_INT64, nd, shape, v);
 }
-
 static ampc_tensor *make_bool(int nd, const int64_t *shape, const bool *v) {
-    ampc_tensor *t = ampc_empty(nd, shape, AMPC_BOOL, ampc_cpu_device());
-    memcpy(ampc_data_ptr(t), v, ampc_nbytes(t));
-    return t;
+    return ctest_tensor(AMPC_BOOL, nd, shape, v);
 }
 
 /* 0, 1, 2, ... as float32 of the given shape */
@@ -71,9 +63,7 @@ CTEST(index_select_all_forms) {
         CHECK(r && r->dtype == dt && shape_is(r, 2, (int64_t[]){3, 2}));
         ampc_tensor *expect_src = ampc_to(a, (ampc_dtype)dt, ampc_cpu_device(), false);
         CHECK(at(r, 2) == at(expect_src, 6) && at(r, 3) == at(expect_src, 5));
-        ampc_tensor_decref(expect_src);
-        ampc_tensor_decref(r);
-        ampc_tensor_decref(c);
+        DECREF(expect_src, r, c);
     }
     /* out of bounds, both signs: IndexError, no access */
     ampc_tensor *bad = make_i64(1, s2, (int64_t[]){1, 3});
@@ -85,12 +75,7 @@ CTEST(index_select_all_forms) {
     ampc_tensor *fidx = ampc_to(idx, AMPC_FLOAT32, ampc_cpu_device(), false);
     CHECK(ampc_index_select(a, 0, fidx) == NULL && error_has(AMPC_E_RUNTIME, "Expected dtype int32 or int64 for index"));
     CHECK(ampc_index_select(a, 2, idx) == NULL && error_has(AMPC_E_INDEX, "Dimension out of range"));
-    ampc_tensor_decref(fidx);
-    ampc_tensor_decref(bad);
-    ampc_tensor_decref(idx32);
-    ampc_tensor_decref(at_);
-    ampc_tensor_decref(idx);
-    ampc_tensor_decref(a);
+    DECREF(fidx, bad, idx32, at_, idx, a);
 }
 
 CTEST(gather_and_scatter_add) {
@@ -128,16 +113,7 @@ CTEST(gather_and_scatter_add) {
     ampc_tensor *self = make_i64(1, s1, (int64_t[]){1, 0});
     CHECK(ampc_scatter_add_(self, 0, self, self) == AMPC_OK);
     CHECK(at(self, 0) == 1 && at(self, 1) == 1);
-    ampc_tensor_decref(self);
-    ampc_tensor_decref(srcd);
-    ampc_tensor_decref(wide);
-    ampc_tensor_decref(flat);
-    ampc_tensor_decref(bad);
-    ampc_tensor_decref(src);
-    ampc_tensor_decref(dup);
-    ampc_tensor_decref(z);
-    ampc_tensor_decref(idx);
-    ampc_tensor_decref(a);
+    DECREF(self, srcd, wide, flat, bad, src, dup, z, idx, a);
 }
 
 CTEST(index_add_dtypes) {
@@ -154,18 +130,13 @@ CTEST(index_add_dtypes) {
         /* row 2 += 2 * (row 0 + row 1) of src: 8 + 2 * (0 + 4) = 16 */
         CHECK(at(r, 8) == 16 && at(r, 11) == 11 + 2 * (3 + 7) && at(r, 0) == 0);
         CHECK(at(ad, 8) == 8); /* out-of-place */
-        ampc_tensor_decref(r);
-        ampc_tensor_decref(sd);
-        ampc_tensor_decref(ad);
+        DECREF(r, sd, ad);
     }
     ampc_tensor *bad = make_i64(1, s2, (int64_t[]){0, 3});
     CHECK(ampc_index_add_(a, 0, bad, src, 1.0) == AMPC_E_INDEX);
     CHECK(at(a, 0) == 0);
     CHECK(ampc_index_add_(a, 0, idx, a, 1.0) == AMPC_E_RUNTIME && error_has(AMPC_E_RUNTIME, "Number of indices (2)"));
-    ampc_tensor_decref(bad);
-    ampc_tensor_decref(src);
-    ampc_tensor_decref(a);
-    ampc_tensor_decref(idx);
+    DECREF(bad, src, a, idx);
 }
 
 CTEST(advanced_index_get_put) {
@@ -246,24 +217,7 @@ CTEST(advanced_index_get_put) {
     ampc_tensor *big = ampc_full(0, NULL, ampc_scalar_int(100), AMPC_INT64, ampc_cpu_device());
     CHECK(ampc_index_put_(self, 1, sp, big, false) == AMPC_OK);
     CHECK(at(self, 0) == 100 && at(self, 1) == 100 && at(self, 2) == 100);
-    ampc_tensor_decref(big);
-    ampc_tensor_decref(self);
-    ampc_tensor_decref(v3);
-    ampc_tensor_decref(dbl);
-    ampc_tensor_decref(ones);
-    ampc_tensor_decref(rep);
-    ampc_tensor_decref(one);
-    ampc_tensor_decref(oob);
-    ampc_tensor_decref(i3);
-    ampc_tensor_decref(fi);
-    ampc_tensor_decref(m2s);
-    ampc_tensor_decref(mt);
-    ampc_tensor_decref(t);
-    ampc_tensor_decref(mask);
-    ampc_tensor_decref(i1);
-    ampc_tensor_decref(i2);
-    ampc_tensor_decref(i0);
-    ampc_tensor_decref(a);
+    DECREF(big, self, v3, dbl, ones, rep, one, oob, i3, fi, m2s, mt, t, mask, i1, i2, i0, a);
 }
 
 CTEST(masked_fill_and_nonzero) {
@@ -298,16 +252,7 @@ CTEST(masked_fill_and_nonzero) {
     ampc_tensor *e = ampc_zeros(2, (int64_t[]){0, 3}, AMPC_BOOL, ampc_cpu_device());
     nz = ampc_nonzero(e);
     CHECK(shape_is(nz, 2, (int64_t[]){0, 2}));
-    ampc_tensor_decref(nz);
-    ampc_tensor_decref(e);
-    ampc_tensor_decref(s);
-    ampc_tensor_decref(vt);
-    ampc_tensor_decref(v);
-    ampc_tensor_decref(big);
-    ampc_tensor_decref(fm);
-    ampc_tensor_decref(h);
-    ampc_tensor_decref(row);
-    ampc_tensor_decref(a);
+    DECREF(nz, e, s, vt, v, big, fm, h, row, a);
 }
 
 CTEST(cat_stack_split) {
@@ -345,7 +290,5 @@ CTEST(cat_stack_split) {
     parts = ampc_unbind(a, 1, &n);
     CHECK(parts && n == 3 && shape_is(parts[2], 1, (int64_t[]){2}) && at(parts[2], 1) == 5);
     ampc_tensor_list_free(parts, n);
-    ampc_tensor_decref(empty);
-    ampc_tensor_decref(b);
-    ampc_tensor_decref(a);
+    DECREF(empty, b, a);
 }

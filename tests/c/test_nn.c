@@ -116,16 +116,12 @@ static void check_conv_case(const conv_case *k, ampc_dtype dt, double tol) {
         CHECK(max_rel_err(gb, rgb, k->o) < tol * 4);
         free(rgb);
     }
-    ampc_tensor_decref(gx);
-    ampc_tensor_decref(gw);
-    ampc_tensor_decref(gb);
+    DECREF(gx, gw, gb);
     free(xv), free(wv), free(bv), free(gv), free(ro), free(rgx), free(rgw);
     ampc_tensor_decref(gout);
     ampc_tensor_decref(out);
 done:
-    ampc_tensor_decref(x);
-    ampc_tensor_decref(w);
-    ampc_tensor_decref(b);
+    DECREF(x, w, b);
 }
 
 CTEST(nn_conv2d_grid) {
@@ -183,9 +179,7 @@ CTEST(nn_conv_errors) {
                                     "channels, but got 4 channels instead"));
     CHECK(ampc_conv2d(x, w, NULL, zero, zero, one, 1) == NULL);
     CHECK(strstr(ampc_last_error(), "non-positive stride"));
-    ampc_tensor_decref(bad);
-    ampc_tensor_decref(x);
-    ampc_tensor_decref(w);
+    DECREF(bad, x, w);
 }
 
 /* ---------------------------------------------------------------- central differences */

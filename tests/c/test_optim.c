@@ -187,11 +187,7 @@ CTEST(optim_parallel_lists) {
         CHECK(at(steps[i], 0) == 1.0);
     }
     for (int i = 0; i < N; i++) {
-        ampc_tensor_decref(ps[i]);
-        ampc_tensor_decref(gs[i]);
-        ampc_tensor_decref(ms[i]);
-        ampc_tensor_decref(vs[i]);
-        ampc_tensor_decref(steps[i]);
+        DECREF(ps[i], gs[i], ms[i], vs[i], steps[i]);
     }
 }
 

@@ -11,10 +11,19 @@ static ampc_tensor *new1d(int64_t n, ampc_dtype dt) {
     return ampc_empty(1, shape, dt, ampc_cpu_device());
 }
 
-static double elem(const ampc_tensor *t, int64_t i) {
-    ampc_scalar s;
-    if (ampc_get_scalar(t, i, &s) != AMPC_OK) return NAN;
-    return ampc_scalar_to_double(s);
+static double elem(const ampc_tensor *t, int64_t i) { return ctest_value(t, i); }
+
+/* n draws in dtype dt after ampc_manual_seed(seed), widened to double (the caller frees them):
+ * ampc_uniform_(a, b), or ampc_normal_(mean a, std b) when normal. NULL if the kernel fails. */
+static double *seeded_draws(ampc_dtype dt, int64_t n, uint64_t seed, bool normal, double a, double b) {
+    ampc_tensor *t = new1d(n, dt);
+    ampc_manual_seed(seed);
+    ampc_status st = normal ? ampc_normal_(t, a, b) : ampc_uniform_(t, a, b);
+    double *v = st == AMPC_OK ? (double *)malloc(sizeof(double) * (size_t)n) : NULL;
+    for (int64_t i = 0; v && i < n; i++)
+        v[i] = dt == AMPC_FLOAT32 ? ((float *)ampc_data_ptr(t))[i] : ((double *)ampc_data_ptr(t))[i];
+    ampc_tensor_decref(t);
+    return v;
 }
 
 CTEST(philox_known_answers) {
@@ -82,13 +91,12 @@ CTEST(random_uniform_stats) {
     int64_t n = 1 << 20;
     ampc_dtype dts[2] = {AMPC_FLOAT32, AMPC_FLOAT64};
     for (int k = 0; k < 2; k++) {
-        ampc_tensor *t = new1d(n, dts[k]);
-        ampc_manual_seed(42);
-        CHECK(ampc_uniform_(t, -2.0, 3.0) == AMPC_OK);
+        double *draws = seeded_draws(dts[k], n, 42, false, -2.0, 3.0);
+        CHECK(draws != NULL);
         double sum = 0, sq = 0, lo = 1e9, hi = -1e9;
         int64_t below_half = 0;
-        for (int64_t i = 0; i < n; i++) {
-            double v = dts[k] == AMPC_FLOAT32 ? ((float *)ampc_data_ptr(t))[i] : ((double *)ampc_data_ptr(t))[i];
+        for (int64_t i = 0; draws && i < n; i++) {
+            double v = draws[i];
             sum += v;
             sq += v * v;
             lo = v < lo ? v : lo;
@@ -100,7 +108,7 @@ CTEST(random_uniform_stats) {
         CHECK(fabs(var - 25.0 / 12.0) < 0.02);
         CHECK(lo >= -2.0 && hi < 3.0 && lo < -1.99 && hi > 2.99);
         CHECK(fabs((double)below_half / n - 0.5) < 0.003); /* CDF at the midpoint, 6 sigma */
-        ampc_tensor_decref(t);
+        free(draws);
     }
 }
 
@@ -108,13 +116,12 @@ CTEST(random_normal_stats) {
     int64_t n = 1 << 20;
     ampc_dtype dts[2] = {AMPC_FLOAT32, AMPC_FLOAT64};
     for (int k = 0; k < 2; k++) {
-        ampc_tensor *t = new1d(n, dts[k]);
-        ampc_manual_seed(43);
-        CHECK(ampc_normal_(t, 1.5, 2.0) == AMPC_OK);
+        double *draws = seeded_draws(dts[k], n, 43, true, 1.5, 2.0);
+        CHECK(draws != NULL);
         double sum = 0, sq = 0;
         int64_t below = 0;
-        for (int64_t i = 0; i < n; i++) {
-            double v = dts[k] == AMPC_FLOAT32 ? ((float *)ampc_data_ptr(t))[i] : ((double *)ampc_data_ptr(t))[i];
+        for (int64_t i = 0; draws && i < n; i++) {
+            double v = draws[i];
             sum += v;
             sq += (v - 1.5) * (v - 1.5);
             below += v < 3.5; /* mean + 1 std: Phi(1) = 0.841345 */
@@ -122,7 +129,7 @@ CTEST(random_normal_stats) {
         CHECK(fabs(sum / n - 1.5) < 0.012);
         CHECK(fabs(sqrt(sq / n) - 2.0) < 0.01);
         CHECK(fabs((double)below / n - 0.841345) < 0.0025);
-        ampc_tensor_decref(t);
+        free(draws);
     }
 }
 
@@ -158,11 +165,7 @@ CTEST(random_strided_outputs) {
     for (int64_t i = 0; i < 37 * 18; i++) same &= elem(sl, i) == elem(sref, i);
     CHECK(same);
     CHECK(elem(base, 0) == -7.0 && elem(base, 2) == -7.0 && elem(base, 1) != -7.0); /* only the view's elements */
-    ampc_tensor_decref(sl);
-    ampc_tensor_decref(sref);
-    ampc_tensor_decref(ref);
-    ampc_tensor_decref(tt);
-    ampc_tensor_decref(base);
+    DECREF(sl, sref, ref, tt, base);
 }
 
 CTEST(random_half_outputs) {
@@ -194,9 +197,7 @@ CTEST(random_half_outputs) {
     double sum = 0;
     for (int64_t i = 0; i < n; i++) sum += ampc_half_to_f32(((ampc_half *)ampc_data_ptr(h))[i]);
     CHECK(fabs(sum / n) < 0.1);
-    ampc_tensor_decref(f);
-    ampc_tensor_decref(h);
-    ampc_tensor_decref(b);
+    DECREF(f, h, b);
 }
 
 CTEST(random_randint) {
@@ -238,10 +239,7 @@ CTEST(random_randint) {
         ok &= v >= -100 && v < 100 && v == floorf(v);
     }
     CHECK(ok && seen_255 && trues > 2300 && trues < 2700);
-    ampc_tensor_decref(u);
-    ampc_tensor_decref(b);
-    ampc_tensor_decref(f);
-    ampc_tensor_decref(t);
+    DECREF(u, b, f, t);
 }
 
 CTEST(random_bernoulli) {
@@ -279,10 +277,7 @@ CTEST(random_bernoulli) {
     ((double *)ampc_data_ptr(p))[1] = 1.5;
     CHECK(ampc_bernoulli_p_(out, p) == AMPC_E_RUNTIME);
     CHECK(strstr(ampc_last_error(), "p_in >= 0 && p_in <= 1") != NULL);
-    ampc_tensor_decref(drawn);
-    ampc_tensor_decref(p);
-    ampc_tensor_decref(out);
-    ampc_tensor_decref(t);
+    DECREF(drawn, p, out, t);
 }
 
 CTEST(random_normal_tensors) {
@@ -310,10 +305,7 @@ CTEST(random_normal_tensors) {
     ampc_tensor *wrapped = ampc_wrap_scalar(ampc_scalar_float(2.0), ampc_cpu_device());
     out = ampc_normal_tensors(mean, wrapped);
     CHECK(out && out->shape[0] == 2 && out->shape[1] == 1);
-    ampc_tensor_decref(out);
-    ampc_tensor_decref(wrapped);
-    ampc_tensor_decref(std);
-    ampc_tensor_decref(mean);
+    DECREF(out, wrapped, std, mean);
 }
 
 CTEST(random_errors) {
@@ -347,10 +339,7 @@ CTEST(random_errors) {
     CHECK(ampc_uniform_(e, 0, 1) == AMPC_OK && ampc_normal_(e, 0, 1) == AMPC_OK);
     ampc_get_rng_state(ampc_cpu_device(), &s1, &o1);
     CHECK(o0 == o1);
-    ampc_tensor_decref(e);
-    ampc_tensor_decref(f);
-    ampc_tensor_decref(l);
-    ampc_tensor_decref(u);
+    DECREF(e, f, l, u);
 }
 
 CTEST(random_randperm) {

@@ -7,9 +7,7 @@
 #include "ctest.h"
 
 static ampc_tensor *f64_tensor(int ndim, const int64_t *shape, const double *vals) {
-    ampc_tensor *t = ampc_empty(ndim, shape, AMPC_FLOAT64, ampc_cpu_device());
-    memcpy(ampc_data_ptr(t), vals, ampc_nbytes(t));
-    return t;
+    return ctest_tensor(AMPC_FLOAT64, ndim, shape, vals);
 }
 
 /* Deterministic pseudo-random values in [-1, 1) plus an offset. */
@@ -22,11 +20,7 @@ static double *random_values(int64_t n, unsigned seed, double offset) {
     return v;
 }
 
-static double get(const ampc_tensor *t, int64_t i) {
-    ampc_scalar s;
-    if (ampc_get_scalar(t, i, &s) != AMPC_OK) return NAN;
-    return ampc_scalar_to_double(s);
-}
+static double get(const ampc_tensor *t, int64_t i) { return ctest_value(t, i); }
 
 CTEST(reduce_sum_dims) {
     /* (2, 3, 4) of 0..23 */

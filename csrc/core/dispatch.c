@@ -17,6 +17,7 @@
 #define GRAD(node) node
 #define GRAD_BY(node, op) node
 #define GRAD_LINEAR(node) node
+#define GRAD_COMPOSED NULL
 #define NOGRAD NULL
 #define INTERNAL NULL
 #define GRAD_KIND_OF_GRAD(node) AMPC_GRAD_RULE
@@ -65,12 +66,32 @@ static const char *const op_grad_names[AMPC_NUM_OPS] = {
 #undef GRAD
 #undef GRAD_BY
 #undef GRAD_LINEAR
+#undef GRAD_COMPOSED
 #define NOGRAD false
 #define INTERNAL true
 #define GRAD(node) false
 #define GRAD_BY(node, op) false
 #define GRAD_LINEAR(node) false
+#define GRAD_COMPOSED false
 static const bool op_grad_internal[AMPC_NUM_OPS] = {
+#define AMPC_OP(id, name, kind, schema, backends, ac, grad) grad,
+#include "ops.def"
+#undef AMPC_OP
+};
+
+#undef NOGRAD
+#undef INTERNAL
+#undef GRAD
+#undef GRAD_BY
+#undef GRAD_LINEAR
+#undef GRAD_COMPOSED
+#define NOGRAD false
+#define INTERNAL false
+#define GRAD(node) false
+#define GRAD_BY(node, op) false
+#define GRAD_LINEAR(node) false
+#define GRAD_COMPOSED true
+static const bool op_grad_composed[AMPC_NUM_OPS] = {
 #define AMPC_OP(id, name, kind, schema, backends, ac, grad) grad,
 #include "ops.def"
 #undef AMPC_OP
@@ -107,6 +128,7 @@ bool ampc_op_has_kernels(ampc_op op) { return valid_op(op) && op_has_kernels[op]
 ampc_autocast_policy ampc_op_autocast_policy(ampc_op op) { return valid_op(op) ? op_autocast[op] : AMPC_AC_POLICY_NONE; }
 ampc_grad_kind ampc_op_grad_kind(ampc_op op) {
     if (!valid_op(op)) return AMPC_GRAD_NONE;
+    if (op_grad_composed[op]) return AMPC_GRAD_COMPOSED;
     return op_grad_names[op] ? AMPC_GRAD_RULE : op_grad_internal[op] ? AMPC_GRAD_INTERNAL : AMPC_GRAD_NONE;
 }
 const char *ampc_op_grad_name(ampc_op op) { return valid_op(op) ? op_grad_names[op] : NULL; }

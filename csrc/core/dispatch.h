@@ -46,7 +46,8 @@ typedef enum ampc_autocast_policy {
 typedef enum ampc_grad_kind {
     AMPC_GRAD_RULE,     /* differentiable: its rule names its nodes ampc_op_grad_name(op) */
     AMPC_GRAD_NONE,     /* not differentiable */
-    AMPC_GRAD_INTERNAL  /* a kernel inside other ops' forward or backward: their gradient */
+    AMPC_GRAD_INTERNAL, /* a kernel inside other ops' forward or backward: their gradient */
+    AMPC_GRAD_COMPOSED  /* differentiable through the recording ops it is composed of */
 } ampc_grad_kind;
 
 const char *ampc_op_name(ampc_op op);

@@ -2,11 +2,9 @@
  * and the interim COPY, FILL and RANDOM entries of the dispatcher.
  *
  * Start-up never fails: without a driver or GPU cudaGetDeviceCount reports an error, which
- * means zero devices, and only the device count is registered (so `ampc.cuda.is_available()`
- * is False and creating a CUDA tensor raises "CUDA is not available"). With a GPU it registers
- * the allocators (cuda_allocator.c), the kernels here, then each kernel family's (the .cu files),
- * which replace the COPY, FILL and RANDOM entries here once they provide their own: later
- * registration wins.
+ * means zero devices: the device count and the kernel families (the .cu files) are registered,
+ * but no allocator, so `ampc.cuda.is_available()` is False and creating a CUDA tensor raises
+ * "CUDA is not available". With a GPU it also registers the allocators (cuda_allocator.c).
  *
  * The interim COPY handles one contiguous block of the same dtype on the device (or between
  * host and device) and stages everything else through the host: correct for every layout and
@@ -170,9 +168,9 @@ void ampc_cuda_register(void) {
     cudaGetLastError();
     device_count = n > AMPC_CUDA_MAX_DEVICES ? AMPC_CUDA_MAX_DEVICES : n;
     ampc_register_device_count(AMPC_CUDA, count_devices);
-    if (device_count == 0) return;
-    ampc_cuda_register_allocators();
-    /* The kernel families, one per .cu file. */
+    /* The kernel families, one per .cu file. They are registered in every CUDA build, GPU or
+     * not (nothing can reach them without a CUDA tensor, which needs the allocator below), so
+     * tests/test_op_table.py checks on any machine that every ops.def row has its CUDA kernel. */
     ampc_cuda_register_copy();
     ampc_cuda_register_elementwise();
     ampc_cuda_register_reduce();
@@ -185,4 +183,6 @@ void ampc_cuda_register(void) {
     ampc_cuda_register_nn_loss();
     ampc_cuda_register_amp();
     ampc_cuda_register_optim();
+    if (device_count == 0) return;
+    ampc_cuda_register_allocators();
 }

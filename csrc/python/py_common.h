@@ -98,6 +98,7 @@ extern PyMethodDef ampc_py_module_methods_autocast[];    /* py_autocast.c */
 extern PyMethodDef ampc_py_module_methods_nn[];          /* py_nn.c (ampc.nn.functional) */
 extern PyMethodDef ampc_py_module_methods_multi_tensor[]; /* py_multi_tensor.c (nn.utils.clip_grad_norm_) */
 extern PyMethodDef ampc_py_module_methods_optim[];        /* py_optim.c (ampc.optim's fused steps) */
+extern PyMethodDef ampc_py_module_methods_op_table[];     /* py_op_table.c (the rows of ops.def) */
 extern PyMethodDef ampc_py_module_methods_backends[];     /* py_backends.c (ampc.backends' flags) */
 
 extern PyMethodDef ampc_py_module_methods_autograd[];    /* py_autograd.c */

@@ -166,14 +166,6 @@ def gelu(input, approximate="none"):
     return _ampc().gelu(input, approximate=approximate)
 
 
-def silu(input, inplace=False):
-    return _ampc().silu_(input) if inplace else _ampc().silu(input)
-
-
-def softplus(input, beta=1.0, threshold=20.0):
-    return _C.softplus(input, beta=beta, threshold=threshold)
-
-
 def sigmoid(input):
     return _ampc().sigmoid(input)
 
@@ -435,3 +427,13 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if not is_batched:
         out = out.squeeze(1)
     return out, None
+
+
+# The elementwise functions of the op table (core/ops.def rows bound BIND_FUNCTION or
+# BIND_PARAMS2: silu, softplus, hardtanh, ...) are ampc._C's, with torch's signatures
+# (input, params..., inplace=False) and an in-place twin `name_`.
+_OP_TABLE_FUNCTIONS = tuple(sorted(n for n in (row["name"] for row in _C._op_table())
+                                   if hasattr(_C, n) and hasattr(_C, n + "_") and not hasattr(_C.Tensor, n)))
+globals().update({n: getattr(_C, n) for n in _OP_TABLE_FUNCTIONS})
+globals().update({n + "_": getattr(_C, n + "_") for n in _OP_TABLE_FUNCTIONS})
+__all__ += list(_OP_TABLE_FUNCTIONS)

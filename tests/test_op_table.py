@@ -77,6 +77,8 @@ CASES = {
     "isfinite": (lambda M, d: M.isfinite(T(M, d)), False),
     "isnan": (lambda M, d: M.isnan(T(M, d)), False),
     "isinf": (lambda M, d: M.isinf(T(M, d)), False),
+    "hardtanh": (lambda M, d: F(M).hardtanh(T(M, d, grad=True), -0.5, 1.0), True),
+    "hardtanh_backward": (lambda M, d: F(M).hardtanh(T(M, d, grad=True), -0.5, 1.0), True),
     "clamp": (lambda M, d: M.clamp(T(M, d, grad=True), -0.5, 0.5), True),
     "add": (lambda M, d: M.add(T(M, d, grad=True), T(M, d, seed=1)), True),
     "sub": (lambda M, d: M.sub(T(M, d, grad=True), T(M, d, seed=1)), True),

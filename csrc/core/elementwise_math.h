@@ -245,6 +245,9 @@ AMPC_HD double ampc_ew_mul_rn_d(double a, double b) { return a * b; }
     AMPC_HD bool ampc_ew_isnan_##S(T x, ampc_ew_p_##S p) { return isnan(x); }                                   \
     AMPC_HD bool ampc_ew_isinf_##S(T x, ampc_ew_p_##S p) { return isinf(x); }                                   \
     AMPC_HD T ampc_ew_clamp_##S(T x, ampc_ew_p_##S p) { return ampc_math_clamp_##S(x, p.p0, p.p1); }            \
+    /* hardtanh: clamp to [min_val, max_val]; its grad passes where min_val < x < max_val (and NaN) */         \
+    AMPC_HD T ampc_ew_hardtanh_##S(T x, ampc_ew_p_##S p) { return ampc_math_clamp_##S(x, p.p0, p.p1); }         \
+    AMPC_HD T ampc_ew_hardtanh_backward_##S(T g, T x, ampc_ew_p_##S p) { return (x <= p.p0 || x >= p.p1) ? (T)0 : g; } \
     AMPC_HD T ampc_ew_pow_square_##S(T x, ampc_ew_p_##S p) { return x * x; }                                    \
     AMPC_HD T ampc_ew_pow_cube_##S(T x, ampc_ew_p_##S p) { return x * x * x; }                                  \
     AMPC_HD T ampc_ew_pow_inv_square_##S(T x, ampc_ew_p_##S p) { return (T)1 / (x * x); }                       \
@@ -302,6 +305,7 @@ AMPC_HD float ampc_ew_div_floor_stepwise_bf16_f(float a, float b, ampc_ew_params
     AMPC_HD T ampc_ew_sign_##S(T x, ampc_ew_params_##S p) { return ampc_math_sign_##S(x); }                       \
     AMPC_HD T ampc_ew_relu_##S(T x, ampc_ew_params_##S p) { return ampc_math_relu_##S(x); }                       \
     AMPC_HD T ampc_ew_clamp_##S(T x, ampc_ew_params_##S p) { return ampc_math_clamp_##S(x, p.p0, p.p1); }         \
+    AMPC_HD T ampc_ew_hardtanh_##S(T x, ampc_ew_params_##S p) { return ampc_math_clamp_##S(x, p.p0, p.p1); }      \
     AMPC_HD T ampc_ew_pow_square_##S(T x, ampc_ew_params_##S p) { return ampc_math_wrap_mul_##S(x, x); }          \
     AMPC_HD T ampc_ew_pow_cube_##S(T x, ampc_ew_params_##S p) {                                                    \
         return ampc_math_wrap_mul_##S(ampc_math_wrap_mul_##S(x, x), x);                                           \

@@ -203,22 +203,12 @@ static const rfamily family_moments = {row_moments, NULL, merge_moments, NULL, s
                                        col_init_moments, col_moments, NULL, col_finish_moments};
 static const rfamily family_lse = {row_lse, NULL, merge_lse, NULL, store_lse, NULL, NULL, NULL, NULL};
 
-/* The fold a norm of order p runs: the common orders avoid pow(). */
-static int norm_fold(double p) {
-    if (p == 2) return FOLD_sq_sum;
-    if (p == 1) return FOLD_abs_sum;
-    if (p == 0) return FOLD_nonzero;
-    if (p == INFINITY) return FOLD_abs_max;
-    if (p == -INFINITY) return FOLD_abs_min;
-    return FOLD_pow_sum;
-}
-
-static ampc_status make_kernel(ampc_op op, const ampc_kernel_args *a, rkernel *k) {
+static ampc_status make_kernel(ampc_op op, const ampc_reduce_args *a, rkernel *k) {
     memset(k, 0, sizeof *k);
-    ampc_dtype in = a->in[0]->dtype;
+    ampc_dtype in = a->input->dtype;
     k->op = op;
-    k->out_dtype = a->out[0]->dtype;
-    k->param = ampc_scalar_to_double(a->scalars[1]);
+    k->out_dtype = a->values->dtype;
+    k->param = op == AMPC_OP_NORM ? a->p : (op == AMPC_OP_VAR || op == AMPC_OP_STD) ? a->correction : 0.0;
     /* Integer accumulators for integer inputs, except: sums and products follow the output
      * (the frontend casts the input first where that matters), any/all always count in int64. */
     k->int_acc = !ampc_dtype_is_floating(in);
@@ -237,7 +227,7 @@ static ampc_status make_kernel(ampc_op op, const ampc_kernel_args *a, rkernel *k
         k->fold = op == AMPC_OP_ANY ? FOLD_any : FOLD_all;
         k->int_acc = true;
         break;
-    case AMPC_OP_NORM: k->fold = norm_fold(k->param); break;
+    case AMPC_OP_NORM: k->fold = ampc_norm_fold(k->param); break;
     case AMPC_OP_MAX_DIM:
     case AMPC_OP_ARGMAX:
     case AMPC_OP_MIN_DIM:
@@ -284,7 +274,9 @@ static ampc_status make_kernel(ampc_op op, const ampc_kernel_args *a, rkernel *k
     return AMPC_OK;
 }
 
-static ampc_status cpu_reduce(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cpu_reduce(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_reduce_args *a = ampc_args_reduce(args);
+    if (!a) return ampc_last_status();
     rkernel k;
     AMPC_TRY(make_kernel(op, a, &k));
     return ampc_cpu_reduce_run(&k, a);

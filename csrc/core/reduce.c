@@ -106,7 +106,8 @@ static ampc_status run_reduce(ampc_op op, const ampc_tensor *in, const bool *mas
     ampc_tensor *views[2] = {NULL, NULL};
     ampc_status st = AMPC_OK;
     for (int i = 0; i < n_out; i++) outs[i] = NULL;
-    for (int i = 0; i < n_out && st == AMPC_OK; i++) st = alloc_reduced(in, mask, keepdim, dtypes[i], &outs[i], &views[i]);
+    for (int i = 0; i < n_out && st == AMPC_OK; i++)
+        st = alloc_reduced(in, mask, keepdim, dtypes[i], &outs[i], &views[i]);
     if (st == AMPC_OK && ampc_numel(outs[0]) > 0) {
         ampc_reduce_args args;
         memset(&args, 0, sizeof args);

@@ -24,26 +24,29 @@ typedef struct rfamily {
     col_finish_fn col_finish; /* NULL: nothing to do */
 } rfamily;
 
+/* Rounds an accumulator once into an output element of dtype dt. The families send floating
+ * accumulators to floating and bool outputs, integer ones to integer and bool outputs; an
+ * integer into a floating output goes through double. */
+#define WRITE_CASE(V, ENUM, SUF, CT, VT) \
+    case ENUM: AMPC_STORE_##SUF(o, V); break;
 static void write_d(char *o, ampc_dtype dt, double v) {
     switch (dt) {
-    case AMPC_FLOAT32: AMPC_STORE_f32(o, v); break;
-    case AMPC_FLOAT16: AMPC_STORE_f16(o, v); break;
-    case AMPC_BFLOAT16: AMPC_STORE_bf16(o, v); break;
-    case AMPC_FLOAT64: AMPC_STORE_f64(o, v); break;
-    case AMPC_BOOL: AMPC_STORE_b8(o, v); break;
-    default: break; /* integer outputs come from integer accumulators */
+        AMPC_FOR_EACH_DTYPE_ARG(WRITE_CASE, v)
+    default: break;
     }
 }
 
 static void write_i(char *o, ampc_dtype dt, int64_t v) {
+    if (ampc_dtype_is_floating(dt)) {
+        write_d(o, dt, (double)v);
+        return;
+    }
     switch (dt) {
-    case AMPC_INT64: AMPC_STORE_i64(o, v); break;
-    case AMPC_INT32: AMPC_STORE_i32(o, v); break;
-    case AMPC_UINT8: AMPC_STORE_u8(o, v); break;
-    case AMPC_BOOL: AMPC_STORE_b8(o, v); break;
-    default: write_d(o, dt, (double)v); break;
+        AMPC_FOR_EACH_DTYPE_ARG(WRITE_CASE, v)
+    default: break;
     }
 }
+#undef WRITE_CASE
 
 /* -- plain folds: sum, mean, prod, amax, amin, any, all, norm -- */
 
@@ -282,11 +285,10 @@ static ampc_status cpu_reduce(ampc_op op, const ampc_kernel_args *args) {
     return ampc_cpu_reduce_run(&k, a);
 }
 
+/* Every ops.def row of schema `reduce`. */
 void ampc_cpu_register_reduce(void) {
-    static const ampc_op ops[] = {AMPC_OP_SUM,    AMPC_OP_MEAN,    AMPC_OP_PROD,   AMPC_OP_AMAX,
-                                  AMPC_OP_AMIN,   AMPC_OP_MAX_DIM, AMPC_OP_MIN_DIM, AMPC_OP_ARGMAX,
-                                  AMPC_OP_ARGMIN, AMPC_OP_VAR,     AMPC_OP_STD,    AMPC_OP_NORM,
-                                  AMPC_OP_LOGSUMEXP, AMPC_OP_ANY,  AMPC_OP_ALL};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) ampc_register_kernel(AMPC_CPU, ops[i], cpu_reduce);
+    for (int op = 0; op < AMPC_NUM_OPS; op++)
+        if (ampc_op_schema((ampc_op)op) == ampc_schema_reduce)
+            ampc_register_kernel(AMPC_CPU, (ampc_op)op, cpu_reduce);
     ampc_cpu_register_scan();
 }

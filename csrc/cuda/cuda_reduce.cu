@@ -100,6 +100,24 @@ __device__ __forceinline__ typename Op::acc fold_strided(const Op &op, typename 
     return a;
 }
 
+/* The reduced elements [rb, re) of this block's part of the split (blockIdx.y of chunk each). */
+__device__ __forceinline__ void block_red_range(const red_plan &pl, int64_t chunk, int64_t &rb, int64_t &re) {
+    rb = (int64_t)blockIdx.y * chunk;
+    re = ampc_min64(rb + chunk, pl.n_red);
+}
+
+/* Output o's result a: a partial for reduce_finish_kernel when the reduced range is split across
+ * blockIdx.y, else stored. */
+template <typename Op>
+__device__ __forceinline__ void put_result(const red_plan &pl, const Op &op, const red_out &st,
+                                           typename Op::acc *partials, int64_t o, int64_t off0, int64_t off1,
+                                           const typename Op::acc &a) {
+    if (gridDim.y > 1)
+        partials[(int64_t)blockIdx.y * pl.n_out + o] = a;
+    else
+        op.store(st, o, off0, off1, a);
+}
+
 template <typename T> struct alignas(16) vec16 {
     T v[16 / sizeof(T)];
 };
@@ -117,7 +135,8 @@ reduce_rows_kernel(const scalar_t *__restrict__ in, red_plan pl, Op op, red_out 
     constexpr int V = 16 / sizeof(scalar_t);
     __shared__ acc warp_acc[RED_THREADS / 32];
     const int bx = blockDim.x, by = blockDim.y, tx = threadIdx.x, ty = threadIdx.y;
-    const int64_t rb = (int64_t)blockIdx.y * chunk, re = ampc_min64(rb + chunk, pl.n_red);
+    int64_t rb, re;
+    block_red_range(pl, chunk, rb, re);
     const int64_t groups = ampc_ceil_div(pl.n_out, by);
     for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
         const int64_t o = g * by + ty;
@@ -154,12 +173,7 @@ reduce_rows_kernel(const scalar_t *__restrict__ in, red_plan pl, Op op, red_out 
             __syncthreads();
             if (tx < 32) a = warp_merge(op, lane < warps ? warp_acc[ty * warps + lane] : op.identity());
         }
-        if (tx == 0 && o < pl.n_out) {
-            if (gridDim.y > 1)
-                partials[(int64_t)blockIdx.y * pl.n_out + o] = a;
-            else
-                op.store(st, o, off0, off1, a);
-        }
+        if (tx == 0 && o < pl.n_out) put_result(pl, op, st, partials, o, off0, off1, a);
     }
 }
 
@@ -172,7 +186,8 @@ reduce_cols_kernel(const scalar_t *__restrict__ in, red_plan pl, Op op, red_out 
     typedef typename Op::acc acc;
     __shared__ acc cell[RED_THREADS];
     const int bx = blockDim.x, by = blockDim.y, tx = threadIdx.x, ty = threadIdx.y;
-    const int64_t rb = (int64_t)blockIdx.y * chunk, re = ampc_min64(rb + chunk, pl.n_red);
+    int64_t rb, re;
+    block_red_range(pl, chunk, rb, re);
     const int64_t groups = ampc_ceil_div(pl.n_out, bx);
     for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
         const int64_t o = g * bx + tx;
@@ -193,12 +208,7 @@ reduce_cols_kernel(const scalar_t *__restrict__ in, red_plan pl, Op op, red_out 
             }
             a = cell[tx];
         }
-        if (ty == 0 && o < pl.n_out) {
-            if (gridDim.y > 1)
-                partials[(int64_t)blockIdx.y * pl.n_out + o] = a;
-            else
-                op.store(st, o, off0, off1, a);
-        }
+        if (ty == 0 && o < pl.n_out) put_result(pl, op, st, partials, o, off0, off1, a);
     }
 }
 
@@ -464,11 +474,10 @@ static ampc_status cuda_reduce(ampc_op op, const ampc_kernel_args *args) {
     }
 }
 
+/* Every ops.def row of schema `reduce`. */
 extern "C" void ampc_cuda_register_reduce(void) {
-    static const ampc_op ops[] = {AMPC_OP_SUM,    AMPC_OP_MEAN,      AMPC_OP_PROD,    AMPC_OP_AMAX,
-                                  AMPC_OP_AMIN,   AMPC_OP_MAX_DIM,   AMPC_OP_MIN_DIM, AMPC_OP_ARGMAX,
-                                  AMPC_OP_ARGMIN, AMPC_OP_VAR,       AMPC_OP_STD,     AMPC_OP_NORM,
-                                  AMPC_OP_LOGSUMEXP, AMPC_OP_ANY,    AMPC_OP_ALL};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) ampc_register_kernel(AMPC_CUDA, ops[i], cuda_reduce);
+    for (int op = 0; op < AMPC_NUM_OPS; op++)
+        if (ampc_op_schema((ampc_op)op) == ampc_schema_reduce)
+            ampc_register_kernel(AMPC_CUDA, (ampc_op)op, cuda_reduce);
     ampc_cuda_register_scan();
 }

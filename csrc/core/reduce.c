@@ -5,13 +5,15 @@
  * wrap, duplicates and out-of-range dims fail), the output dtype (integer sums become int64,
  * mean/var/norm need floating input, any/all give bool), and the errors for empty inputs of
  * reductions without an identity (max, argmax, the inf norm). It then allocates the outputs and
- * dispatches. The REDUCE kernel contract (same for every device):
- *   in[0]       the input, any strides, of the dtype the kernel computes from
- *   out[0..1]   the outputs seen with keepdim shape (reduced dims have size 1 there), so a dim is
- *               reduced exactly where out has size 1 and in does not
- *   ints[]      the reduced dims, ascending (n_ints of them)
- *   scalars[0]  keepdim; scalars[1] the op's parameter (p of norm, correction of var/std)
- * The SCAN kernel (cumsum) gets contiguous in[0] and out[0] of one shape and dtype, ints[0] dim.
+ * dispatches. The REDUCE kernel contract (same for every device), ampc_reduce_args (ops.def):
+ *   input       the input, any strides, of the dtype the kernel computes from
+ *   values      the output seen with keepdim shape (reduced dims have size 1 there), so a dim is
+ *               reduced exactly where it has size 1 and the input does not
+ *   indices     max/min with indices: the int64 indices, seen the same way; NULL otherwise
+ *   dims        the reduced dims, ascending (n_dims of them)
+ *   keepdim     as given; correction of var/std, p of norm (0 for the other ops)
+ * The SCAN kernel (cumsum), ampc_scan_args: contiguous input and output of one shape and dtype,
+ * dim the scanned dim.
  * When an input requires grad, each frontend records its node (derivatives_reduce.c) after
  * computing the result; argmax/argmin, any and all have no gradient. */
 #include <math.h>
@@ -20,6 +22,7 @@
 
 #include "autocast.h"
 #include "derivatives.h"
+#include "kernel_args.h"
 #include "ops.h"
 
 /* `out` once its autograd node is recorded (status `st`), or NULL, dropping it, if that failed. */
@@ -96,27 +99,27 @@ static ampc_status alloc_reduced(const ampc_tensor *a, const bool *mask, bool ke
     return AMPC_OK;
 }
 
-/* Allocates n_out outputs of the given dtypes and runs the REDUCE kernel of `op` on `in`. */
+/* Allocates n_out outputs of the given dtypes and runs the REDUCE kernel of `op` on `in`;
+ * `param` is the correction of var/std, the order p of norm. */
 static ampc_status run_reduce(ampc_op op, const ampc_tensor *in, const bool *mask, bool keepdim, int n_out,
                               const ampc_dtype *dtypes, double param, ampc_tensor **outs) {
     ampc_tensor *views[2] = {NULL, NULL};
-    ampc_kernel_args args;
-    memset(&args, 0, sizeof args);
     ampc_status st = AMPC_OK;
     for (int i = 0; i < n_out; i++) outs[i] = NULL;
-    for (int i = 0; i < n_out && st == AMPC_OK; i++) {
+    for (int i = 0; i < n_out && st == AMPC_OK; i++)
         st = alloc_reduced(in, mask, keepdim, dtypes[i], &outs[i], &views[i]);
-        args.out[i] = views[i];
-    }
     if (st == AMPC_OK && ampc_numel(outs[0]) > 0) {
-        args.n_out = n_out;
-        args.in[0] = in;
-        args.n_in = 1;
+        ampc_reduce_args args;
+        memset(&args, 0, sizeof args);
+        args.input = in;
+        args.values = views[0];
+        args.indices = views[1];
         for (int d = 0; d < in->ndim; d++)
-            if (mask[d]) args.ints[args.n_ints++] = d;
-        args.scalars[0] = ampc_scalar_bool(keepdim);
-        args.scalars[1] = ampc_scalar_float(param);
-        st = ampc_dispatch(op, &args);
+            if (mask[d]) args.dims[args.n_dims++] = d;
+        args.keepdim = keepdim;
+        if (op == AMPC_OP_VAR || op == AMPC_OP_STD) args.correction = param;
+        if (op == AMPC_OP_NORM) args.p = param;
+        st = ampc_dispatch_reduce(op, &args);
     }
     for (int i = 0; i < n_out; i++) {
         ampc_tensor_decref(views[i]);
@@ -351,15 +354,8 @@ ampc_tensor *ampc_cumsum(const ampc_tensor *a, int64_t dim, ampc_dtype dtype) {
     if (!in) return NULL;
     ampc_tensor *out = ampc_empty(a->ndim, a->shape, out_dt, a->device);
     if (out && ampc_numel(out) > 0) {
-        ampc_kernel_args args;
-        memset(&args, 0, sizeof args);
-        args.out[0] = out;
-        args.n_out = 1;
-        args.in[0] = in;
-        args.n_in = 1;
-        args.ints[0] = a->ndim ? d : 0;
-        args.n_ints = 1;
-        if (ampc_dispatch(AMPC_OP_CUMSUM, &args) != AMPC_OK) {
+        ampc_scan_args args = {.input = in, .output = out, .dim = a->ndim ? d : 0};
+        if (ampc_dispatch_scan(AMPC_OP_CUMSUM, &args) != AMPC_OK) {
             ampc_tensor_decref(out);
             out = NULL;
         }

@@ -24,26 +24,29 @@ typedef struct rfamily {
     col_finish_fn col_finish; /* NULL: nothing to do */
 } rfamily;
 
+/* Rounds an accumulator once into an output element of dtype dt. The families send floating
+ * accumulators to floating and bool outputs, integer ones to integer and bool outputs; an
+ * integer into a floating output goes through double. */
+#define WRITE_CASE(V, ENUM, SUF, CT, VT) \
+    case ENUM: AMPC_STORE_##SUF(o, V); break;
 static void write_d(char *o, ampc_dtype dt, double v) {
     switch (dt) {
-    case AMPC_FLOAT32: AMPC_STORE_f32(o, v); break;
-    case AMPC_FLOAT16: AMPC_STORE_f16(o, v); break;
-    case AMPC_BFLOAT16: AMPC_STORE_bf16(o, v); break;
-    case AMPC_FLOAT64: AMPC_STORE_f64(o, v); break;
-    case AMPC_BOOL: AMPC_STORE_b8(o, v); break;
-    default: break; /* integer outputs come from integer accumulators */
+        AMPC_FOR_EACH_DTYPE_ARG(WRITE_CASE, v)
+    default: break;
     }
 }
 
 static void write_i(char *o, ampc_dtype dt, int64_t v) {
+    if (ampc_dtype_is_floating(dt)) {
+        write_d(o, dt, (double)v);
+        return;
+    }
     switch (dt) {
-    case AMPC_INT64: AMPC_STORE_i64(o, v); break;
-    case AMPC_INT32: AMPC_STORE_i32(o, v); break;
-    case AMPC_UINT8: AMPC_STORE_u8(o, v); break;
-    case AMPC_BOOL: AMPC_STORE_b8(o, v); break;
-    default: write_d(o, dt, (double)v); break;
+        AMPC_FOR_EACH_DTYPE_ARG(WRITE_CASE, v)
+    default: break;
     }
 }
+#undef WRITE_CASE
 
 /* -- plain folds: sum, mean, prod, amax, amin, any, all, norm -- */
 
@@ -203,22 +206,12 @@ static const rfamily family_moments = {row_moments, NULL, merge_moments, NULL, s
                                        col_init_moments, col_moments, NULL, col_finish_moments};
 static const rfamily family_lse = {row_lse, NULL, merge_lse, NULL, store_lse, NULL, NULL, NULL, NULL};
 
-/* The fold a norm of order p runs: the common orders avoid pow(). */
-static int norm_fold(double p) {
-    if (p == 2) return FOLD_sq_sum;
-    if (p == 1) return FOLD_abs_sum;
-    if (p == 0) return FOLD_nonzero;
-    if (p == INFINITY) return FOLD_abs_max;
-    if (p == -INFINITY) return FOLD_abs_min;
-    return FOLD_pow_sum;
-}
-
-static ampc_status make_kernel(ampc_op op, const ampc_kernel_args *a, rkernel *k) {
+static ampc_status make_kernel(ampc_op op, const ampc_reduce_args *a, rkernel *k) {
     memset(k, 0, sizeof *k);
-    ampc_dtype in = a->in[0]->dtype;
+    ampc_dtype in = a->input->dtype;
     k->op = op;
-    k->out_dtype = a->out[0]->dtype;
-    k->param = ampc_scalar_to_double(a->scalars[1]);
+    k->out_dtype = a->values->dtype;
+    k->param = op == AMPC_OP_NORM ? a->p : (op == AMPC_OP_VAR || op == AMPC_OP_STD) ? a->correction : 0.0;
     /* Integer accumulators for integer inputs, except: sums and products follow the output
      * (the frontend casts the input first where that matters), any/all always count in int64. */
     k->int_acc = !ampc_dtype_is_floating(in);
@@ -237,7 +230,7 @@ static ampc_status make_kernel(ampc_op op, const ampc_kernel_args *a, rkernel *k
         k->fold = op == AMPC_OP_ANY ? FOLD_any : FOLD_all;
         k->int_acc = true;
         break;
-    case AMPC_OP_NORM: k->fold = norm_fold(k->param); break;
+    case AMPC_OP_NORM: k->fold = ampc_norm_fold(k->param); break;
     case AMPC_OP_MAX_DIM:
     case AMPC_OP_ARGMAX:
     case AMPC_OP_MIN_DIM:
@@ -284,17 +277,18 @@ static ampc_status make_kernel(ampc_op op, const ampc_kernel_args *a, rkernel *k
     return AMPC_OK;
 }
 
-static ampc_status cpu_reduce(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cpu_reduce(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_reduce_args *a = ampc_args_reduce(args);
+    if (!a) return ampc_last_status();
     rkernel k;
     AMPC_TRY(make_kernel(op, a, &k));
     return ampc_cpu_reduce_run(&k, a);
 }
 
+/* Every ops.def row of schema `reduce`. */
 void ampc_cpu_register_reduce(void) {
-    static const ampc_op ops[] = {AMPC_OP_SUM,    AMPC_OP_MEAN,    AMPC_OP_PROD,   AMPC_OP_AMAX,
-                                  AMPC_OP_AMIN,   AMPC_OP_MAX_DIM, AMPC_OP_MIN_DIM, AMPC_OP_ARGMAX,
-                                  AMPC_OP_ARGMIN, AMPC_OP_VAR,     AMPC_OP_STD,    AMPC_OP_NORM,
-                                  AMPC_OP_LOGSUMEXP, AMPC_OP_ANY,  AMPC_OP_ALL};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) ampc_register_kernel(AMPC_CPU, ops[i], cpu_reduce);
+    for (int op = 0; op < AMPC_NUM_OPS; op++)
+        if (ampc_op_schema((ampc_op)op) == ampc_schema_reduce)
+            ampc_register_kernel(AMPC_CPU, (ampc_op)op, cpu_reduce);
     ampc_cpu_register_scan();
 }

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../core/dispatch.h"
+#include "../core/kernel_args.h"
 #include "cpu_reduce_folds.h"
 
 /* Columns one across-rows task accumulates at a time: its accumulators stay in L1. */
@@ -87,8 +87,8 @@ static inline void reduce_combine(const rkernel *k, racc *a, const racc *b) {
     a->cnt += b->cnt;
 }
 
-/* Runs kernel k on the REDUCE kernel arguments (in[0], keepdim-shaped out[0..1]). */
-ampc_status ampc_cpu_reduce_run(const rkernel *k, const ampc_kernel_args *a);
+/* Runs kernel k on the REDUCE kernel arguments (input, keepdim-shaped values and indices). */
+ampc_status ampc_cpu_reduce_run(const rkernel *k, const ampc_reduce_args *a);
 /* OpenMP threads worth starting for `work` elements (1 below the grain). */
 int ampc_cpu_reduce_threads(int64_t work);
 /* cpu_scan.c: CUMSUM; registered by ampc_cpu_register_reduce. */

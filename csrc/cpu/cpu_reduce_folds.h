@@ -15,24 +15,8 @@
 #include <stdint.h>
 
 #include "../core/dtype.h"
+#include "../core/reduce_plan.h" /* enum fold */
 
-enum fold {
-    FOLD_sum,     /* sum, mean, and the first pass of var */
-    FOLD_prod,
-    FOLD_max,     /* NaN wins, as in PyTorch */
-    FOLD_min,
-    FOLD_any,     /* integer accumulator for every input dtype */
-    FOLD_all,
-    FOLD_abs_sum, /* norm p = 1 */
-    FOLD_sq_sum,  /* norm p = 2 */
-    FOLD_pow_sum, /* norm of other p: sum |x|^p */
-    FOLD_abs_max, /* norm p = inf */
-    FOLD_abs_min, /* norm p = -inf */
-    FOLD_nonzero, /* norm p = 0 */
-    FOLD_sqdev,   /* var: sum (x - param)^2 around the mean in param */
-    FOLD_expsum,  /* logsumexp: sum exp(x - param) below the max in param */
-    FOLD_COUNT
-};
 
 typedef double (*fold_d_fn)(const char *p, int64_t n, int64_t s, double param);
 typedef int64_t (*fold_i_fn)(const char *p, int64_t n, int64_t s, double param);

@@ -1,8 +1,9 @@
 /* cpu_reduce_loops.c: runs a reduction kernel (cpu_reduce.h) over an input of any layout.
  *
  * The frontend (core/reduce.c) passes the outputs viewed with keepdim shape, so a dim is reduced
- * exactly where the output has size 1 and the input does not. plan_reduction() splits the dims
- * into kept and reduced ones, drops size-1 dims and merges neighbours contiguous with each other.
+ * exactly where the output has size 1 and the input does not. The plan (core/reduce_plan.h, the
+ * CUDA kernels run the same) splits the dims into kept and reduced ones, drops size-1 dims and
+ * merges neighbours contiguous with each other; plan_reduction() turns its strides into bytes.
  * Then one of two loops runs:
  *   - along rows: every output element folds its own elements, one row (run of the innermost
  *     reduced dim) at a time;
@@ -41,75 +42,32 @@ typedef struct rplan {
     int64_t n_out, n_red, in_item;
 } rplan;
 
-static int64_t stride_key(int64_t s) { return s == 0 ? INT64_MAX : llabs(s); }
-
-/* Sorts dims outermost (largest input stride) first; stride-0 (expanded) dims go outermost.
- * `cols` arrays of strides move along with the keys (insertion sort: at most 8 dims). */
-static void sort_dims(int n, int64_t *shape, int ncols, int64_t **cols) {
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && stride_key(cols[0][j - 1]) < stride_key(cols[0][j]); j--) {
-            int64_t t = shape[j];
-            shape[j] = shape[j - 1];
-            shape[j - 1] = t;
-            for (int c = 0; c < ncols; c++) {
-                t = cols[c][j];
-                cols[c][j] = cols[c][j - 1];
-                cols[c][j - 1] = t;
-            }
-        }
-}
-
-/* Merges dim i into dim i+1 where every stride column allows it (row-major order is kept). */
-static int coalesce(int n, int64_t *shape, int ncols, int64_t **cols) {
-    if (n == 0) return 0;
-    int m = 0;
-    for (int i = 1; i < n; i++) {
-        bool can = true;
-        for (int c = 0; c < ncols; c++)
-            if (cols[c][m] != shape[i] * cols[c][i]) can = false;
-        if (can) {
-            shape[m] *= shape[i];
-            for (int c = 0; c < ncols; c++) cols[c][m] = cols[c][i];
-        } else {
-            m++;
-            shape[m] = shape[i];
-            for (int c = 0; c < ncols; c++) cols[c][m] = cols[c][i];
-        }
-    }
-    return m + 1;
-}
-
-static void plan_reduction(rplan *pl, const ampc_kernel_args *a, bool ordered) {
-    const ampc_tensor *in = a->in[0], *o0 = a->out[0], *o1 = a->n_out > 1 ? a->out[1] : NULL;
+/* The shared plan (core/reduce_plan.h), its strides turned into bytes. */
+static void plan_reduction(rplan *pl, const ampc_reduce_args *a, bool ordered) {
+    const ampc_tensor *in = a->input, *o0 = a->values, *o1 = a->indices;
     int64_t isz = (int64_t)ampc_dtype_itemsize(in->dtype), osz0 = (int64_t)ampc_dtype_itemsize(o0->dtype);
     int64_t osz1 = o1 ? (int64_t)ampc_dtype_itemsize(o1->dtype) : 0;
+    ampc_reduce_plan rp;
+    ampc_reduce_plan_make(&rp, in, o0, o1, ordered);
     memset(pl, 0, sizeof *pl);
     pl->in = (char *)ampc_data_ptr(in);
     pl->out0 = (char *)ampc_data_ptr(o0);
     pl->out1 = o1 ? (char *)ampc_data_ptr(o1) : NULL;
     pl->in_item = isz;
-    for (int d = 0; d < in->ndim; d++) {
-        if (in->shape[d] == 1) continue;
-        if (o0->shape[d] == 1) {
-            pl->rshape[pl->nr] = in->shape[d];
-            pl->rin[pl->nr++] = in->strides[d] * isz;
-        } else {
-            pl->kshape[pl->nk] = in->shape[d];
-            pl->kin[pl->nk] = in->strides[d] * isz;
-            pl->ko0[pl->nk] = o0->strides[d] * osz0;
-            pl->ko1[pl->nk++] = o1 ? o1->strides[d] * osz1 : 0;
-        }
+    pl->nk = rp.nk;
+    pl->nr = rp.nr;
+    pl->n_out = rp.n_out;
+    pl->n_red = rp.n_red;
+    for (int i = 0; i < rp.nk; i++) {
+        pl->kshape[i] = rp.kshape[i];
+        pl->kin[i] = rp.kin[i] * isz;
+        pl->ko0[i] = rp.ko0[i] * osz0;
+        pl->ko1[i] = rp.ko1[i] * osz1;
     }
-    int64_t *kcols[3] = {pl->kin, pl->ko0, pl->ko1}, *rcols[1] = {pl->rin};
-    sort_dims(pl->nk, pl->kshape, 3, kcols); /* outputs are independent: visit them in memory order */
-    if (!ordered) sort_dims(pl->nr, pl->rshape, 1, rcols);
-    pl->nk = coalesce(pl->nk, pl->kshape, 3, kcols);
-    pl->nr = coalesce(pl->nr, pl->rshape, 1, rcols);
-    if (pl->nk == 0) pl->kshape[pl->nk++] = 1;
-    if (pl->nr == 0) pl->rshape[pl->nr++] = 1;
-    pl->n_out = pl->n_red = 1;
-    for (int i = 0; i < pl->nk; i++) pl->n_out *= pl->kshape[i];
-    for (int i = 0; i < pl->nr; i++) pl->n_red *= pl->rshape[i];
+    for (int i = 0; i < rp.nr; i++) {
+        pl->rshape[i] = rp.rshape[i];
+        pl->rin[i] = rp.rin[i] * isz;
+    }
 }
 
 int ampc_cpu_reduce_threads(int64_t work) {
@@ -348,7 +306,7 @@ static ampc_status run_across_rows(const rkernel *k, const rplan *pl) {
     return AMPC_OK;
 }
 
-ampc_status ampc_cpu_reduce_run(const rkernel *k, const ampc_kernel_args *a) {
+ampc_status ampc_cpu_reduce_run(const rkernel *k, const ampc_reduce_args *a) {
     rplan pl;
     plan_reduction(&pl, a, k->ordered);
     if (pl.n_out == 0) return AMPC_OK;

@@ -40,19 +40,13 @@ static const scan_fn scan_loops[AMPC_NUM_DTYPES] = {
     [AMPC_FLOAT32] = scan_f32, [AMPC_FLOAT16] = scan_f16, [AMPC_BFLOAT16] = scan_bf16, [AMPC_FLOAT64] = scan_f64,
     [AMPC_INT64] = scan_i64,   [AMPC_INT32] = scan_i32,   [AMPC_UINT8] = scan_u8,      [AMPC_BOOL] = scan_b8};
 
-static ampc_status cpu_cumsum(ampc_op op, const ampc_kernel_args *a) {
-    ampc_tensor *out = a->out[0];
-    const ampc_tensor *in = a->in[0];
-    int d = (int)a->ints[0];
-    int64_t outer = 1, n = 1, cols = 1; /* (outer, n, cols): the scanned dim in the middle */
-    for (int i = 0; i < in->ndim; i++) {
-        if (i < d)
-            outer *= in->shape[i];
-        else if (i == d)
-            n = in->shape[i];
-        else
-            cols *= in->shape[i];
-    }
+static ampc_status cpu_cumsum(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_scan_args *a = ampc_args_scan(args);
+    if (!a) return ampc_last_status();
+    ampc_tensor *out = a->output;
+    const ampc_tensor *in = a->input;
+    ampc_scan_plan sp = ampc_scan_plan_make(in, a->dim); /* (outer, n, cols): the scanned dim in the middle */
+    int64_t outer = sp.outer, n = sp.n, cols = sp.cols;
     int64_t plane = n * cols * (int64_t)ampc_dtype_itemsize(in->dtype);
     int64_t n_chunks = (cols + COL_CHUNK - 1) / COL_CHUNK, tasks = outer * n_chunks;
     const char *x = (const char *)ampc_data_ptr(in);

@@ -2,8 +2,9 @@
  * argmax/argmin, var/std, norm, logsumexp, any/all), with the semantics of cpu_reduce.c; CUMSUM
  * is in cuda_scan.cu and registered from here.
  *
- * The input is seen as kept dims x reduced dims (the plan: size-1 dims dropped, dims sorted by
- * stride and merged where contiguous, as cpu_reduce_loops.c does). Output element o, numbered
+ * The input is seen as kept dims x reduced dims (the plan of core/reduce_plan.h, which
+ * cpu_reduce_loops.c runs too: size-1 dims dropped, dims sorted by stride and merged where
+ * contiguous). Output element o, numbered
  * row-major over the kept dims, is reduced by a group of threads, mapped one of two ways:
  *   - rows, when the reduced elements lie closer together in memory (x.sum(-1)): 32 to 256
  *     threads per output stride over them, with 16-byte loads on contiguous rows; a warp
@@ -28,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/kernel_args.h"
+#include "../core/reduce_plan.h"
 #include "cuda_reduce.cuh"
 #include "cuda_reduce_ops.cuh"
 
@@ -35,14 +38,10 @@
 
 /* ---------------------------------------------------------------- the plan */
 
-struct red_plan {
-    int32_t nk, nr;       /* >= 1 each: a size-1 dim stands in for none */
-    int32_t red32;        /* n_red < 2^32: reduced indices split with 32-bit divisions */
-    int64_t n_out, n_red; /* outputs, and reduced elements per output */
-    /* kept dims: shape, strides (elements) in the input and the two outputs; reduced dims:
-     * shape and input strides. Innermost last. */
-    int64_t kshape[AMPC_MAX_DIMS], kin[AMPC_MAX_DIMS], ko0[AMPC_MAX_DIMS], ko1[AMPC_MAX_DIMS];
-    int64_t rshape[AMPC_MAX_DIMS], rin[AMPC_MAX_DIMS];
+/* The shared plan (core/reduce_plan.h: kept and reduced dims, strides in elements, innermost
+ * last), with what the kernels compute from it. */
+struct red_plan : ampc_reduce_plan {
+    int32_t red32; /* n_red < 2^32: reduced indices split with 32-bit divisions */
 
     /* Offsets of output o's first input element and of its element in each output. */
     __device__ __forceinline__ void kept_offsets(int64_t o, int64_t &in_off, int64_t &off0, int64_t &off1) const {
@@ -78,60 +77,10 @@ struct red_plan {
     }
 };
 
-static int64_t stride_key(int64_t s) { return s == 0 ? INT64_MAX : llabs(s); }
-
-/* Sorts dims outermost (largest stride in cols[0]) first; stride-0 (expanded) dims outermost. */
-static void sort_dims(int n, int64_t *shape, int ncols, int64_t **cols) {
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && stride_key(cols[0][j - 1]) < stride_key(cols[0][j]); j--) {
-            int64_t t = shape[j];
-            shape[j] = shape[j - 1], shape[j - 1] = t;
-            for (int c = 0; c < ncols; c++) t = cols[c][j], cols[c][j] = cols[c][j - 1], cols[c][j - 1] = t;
-        }
-}
-
-/* Merges each dim into the next where every stride column allows it (row-major order kept). */
-static int coalesce(int n, int64_t *shape, int ncols, int64_t **cols) {
-    if (n == 0) return 0;
-    int m = 0;
-    for (int i = 1; i < n; i++) {
-        bool can = true;
-        for (int c = 0; c < ncols; c++)
-            if (cols[c][m] != shape[i] * cols[c][i]) can = false;
-        if (!can) m++;
-        shape[m] = can ? shape[m] * shape[i] : shape[i];
-        for (int c = 0; c < ncols; c++) cols[c][m] = cols[c][i];
-    }
-    return m + 1;
-}
-
-/* The plan of cpu_reduce_loops.c in elements. `ordered` (the arg ops) keeps the reduced dims in
+/* The plan of cpu_reduce_loops.c, in elements. `ordered` (the arg ops) keeps the reduced dims in
  * their logical order, so the flat index of a reduced element is PyTorch's. */
-static void make_plan(red_plan *pl, const ampc_kernel_args *a, bool ordered) {
-    const ampc_tensor *in = a->in[0], *o0 = a->out[0], *o1 = a->n_out > 1 ? a->out[1] : NULL;
-    memset(pl, 0, sizeof *pl);
-    for (int d = 0; d < in->ndim; d++) {
-        if (in->shape[d] == 1) continue;
-        if (o0->shape[d] == 1) {
-            pl->rshape[pl->nr] = in->shape[d];
-            pl->rin[pl->nr++] = in->strides[d];
-        } else {
-            pl->kshape[pl->nk] = in->shape[d];
-            pl->kin[pl->nk] = in->strides[d];
-            pl->ko0[pl->nk] = o0->strides[d];
-            pl->ko1[pl->nk++] = o1 ? o1->strides[d] : 0;
-        }
-    }
-    int64_t *kcols[3] = {pl->kin, pl->ko0, pl->ko1}, *rcols[1] = {pl->rin};
-    sort_dims(pl->nk, pl->kshape, 3, kcols);
-    if (!ordered) sort_dims(pl->nr, pl->rshape, 1, rcols);
-    pl->nk = coalesce(pl->nk, pl->kshape, 3, kcols);
-    pl->nr = coalesce(pl->nr, pl->rshape, 1, rcols);
-    if (pl->nk == 0) pl->kshape[pl->nk++] = 1;
-    if (pl->nr == 0) pl->rshape[pl->nr++] = 1;
-    pl->n_out = pl->n_red = 1;
-    for (int i = 0; i < pl->nk; i++) pl->n_out *= pl->kshape[i];
-    for (int i = 0; i < pl->nr; i++) pl->n_red *= pl->rshape[i];
+static void make_plan(red_plan *pl, const ampc_reduce_args *a, bool ordered) {
+    ampc_reduce_plan_make(pl, a->input, a->values, a->indices, ordered);
     pl->red32 = pl->n_red <= (int64_t)UINT32_MAX;
 }
 
@@ -151,6 +100,24 @@ __device__ __forceinline__ typename Op::acc fold_strided(const Op &op, typename 
     return a;
 }
 
+/* The reduced elements [rb, re) of this block's part of the split (blockIdx.y of chunk each). */
+__device__ __forceinline__ void block_red_range(const red_plan &pl, int64_t chunk, int64_t &rb, int64_t &re) {
+    rb = (int64_t)blockIdx.y * chunk;
+    re = ampc_min64(rb + chunk, pl.n_red);
+}
+
+/* Output o's result a: a partial for reduce_finish_kernel when the reduced range is split across
+ * blockIdx.y, else stored. */
+template <typename Op>
+__device__ __forceinline__ void put_result(const red_plan &pl, const Op &op, const red_out &st,
+                                           typename Op::acc *partials, int64_t o, int64_t off0, int64_t off1,
+                                           const typename Op::acc &a) {
+    if (gridDim.y > 1)
+        partials[(int64_t)blockIdx.y * pl.n_out + o] = a;
+    else
+        op.store(st, o, off0, off1, a);
+}
+
 template <typename T> struct alignas(16) vec16 {
     T v[16 / sizeof(T)];
 };
@@ -168,7 +135,8 @@ reduce_rows_kernel(const scalar_t *__restrict__ in, red_plan pl, Op op, red_out 
     constexpr int V = 16 / sizeof(scalar_t);
     __shared__ acc warp_acc[RED_THREADS / 32];
     const int bx = blockDim.x, by = blockDim.y, tx = threadIdx.x, ty = threadIdx.y;
-    const int64_t rb = (int64_t)blockIdx.y * chunk, re = ampc_min64(rb + chunk, pl.n_red);
+    int64_t rb, re;
+    block_red_range(pl, chunk, rb, re);
     const int64_t groups = ampc_ceil_div(pl.n_out, by);
     for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
         const int64_t o = g * by + ty;
@@ -205,12 +173,7 @@ reduce_rows_kernel(const scalar_t *__restrict__ in, red_plan pl, Op op, red_out 
             __syncthreads();
             if (tx < 32) a = warp_merge(op, lane < warps ? warp_acc[ty * warps + lane] : op.identity());
         }
-        if (tx == 0 && o < pl.n_out) {
-            if (gridDim.y > 1)
-                partials[(int64_t)blockIdx.y * pl.n_out + o] = a;
-            else
-                op.store(st, o, off0, off1, a);
-        }
+        if (tx == 0 && o < pl.n_out) put_result(pl, op, st, partials, o, off0, off1, a);
     }
 }
 
@@ -223,7 +186,8 @@ reduce_cols_kernel(const scalar_t *__restrict__ in, red_plan pl, Op op, red_out 
     typedef typename Op::acc acc;
     __shared__ acc cell[RED_THREADS];
     const int bx = blockDim.x, by = blockDim.y, tx = threadIdx.x, ty = threadIdx.y;
-    const int64_t rb = (int64_t)blockIdx.y * chunk, re = ampc_min64(rb + chunk, pl.n_red);
+    int64_t rb, re;
+    block_red_range(pl, chunk, rb, re);
     const int64_t groups = ampc_ceil_div(pl.n_out, bx);
     for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
         const int64_t o = g * bx + tx;
@@ -244,12 +208,7 @@ reduce_cols_kernel(const scalar_t *__restrict__ in, red_plan pl, Op op, red_out 
             }
             a = cell[tx];
         }
-        if (ty == 0 && o < pl.n_out) {
-            if (gridDim.y > 1)
-                partials[(int64_t)blockIdx.y * pl.n_out + o] = a;
-            else
-                op.store(st, o, off0, off1, a);
-        }
+        if (ty == 0 && o < pl.n_out) put_result(pl, op, st, partials, o, off0, off1, a);
     }
 }
 
@@ -291,7 +250,8 @@ static red_launch choose_launch(const red_plan &pl, size_t itemsize, int sms) {
     red_launch L;
     /* columns when neighbouring outputs are nearer than neighbouring reduced elements (an
      * expanded, stride-0 dim counts as far: its loads hit one address) */
-    L.cols = pl.n_out > 1 && (stride_key(pl.kin[pl.nk - 1]) < stride_key(pl.rin[pl.nr - 1]) || pl.n_red <= 16);
+    L.cols = pl.n_out > 1 &&
+             (ampc_reduce_stride_key(pl.kin[pl.nk - 1]) < ampc_reduce_stride_key(pl.rin[pl.nr - 1]) || pl.n_red <= 16);
     L.vec = !L.cols && pl.nr == 1 && pl.rin[0] == 1;
     int64_t V = L.vec ? (int64_t)(16 / itemsize) : 1;
     int bx, by;
@@ -360,18 +320,18 @@ static ampc_status run_float_fold(const red_ctx &c, int fold, acc_t param, const
 #define FLOAT_FOLD_CASE(F) \
     case F: return run_reduce<scalar_t>(c, fold_op<acc_t, F>{param, params}, st);
     switch (fold) {
-        FLOAT_FOLD_CASE(RF_SUM)
-        FLOAT_FOLD_CASE(RF_PROD)
-        FLOAT_FOLD_CASE(RF_MAX)
-        FLOAT_FOLD_CASE(RF_MIN)
-        FLOAT_FOLD_CASE(RF_ABS_SUM)
-        FLOAT_FOLD_CASE(RF_SQ_SUM)
-        FLOAT_FOLD_CASE(RF_POW_SUM)
-        FLOAT_FOLD_CASE(RF_ABS_MAX)
-        FLOAT_FOLD_CASE(RF_ABS_MIN)
-        FLOAT_FOLD_CASE(RF_NONZERO)
-        FLOAT_FOLD_CASE(RF_SQDEV)
-        FLOAT_FOLD_CASE(RF_EXPSUM)
+        FLOAT_FOLD_CASE(FOLD_sum)
+        FLOAT_FOLD_CASE(FOLD_prod)
+        FLOAT_FOLD_CASE(FOLD_max)
+        FLOAT_FOLD_CASE(FOLD_min)
+        FLOAT_FOLD_CASE(FOLD_abs_sum)
+        FLOAT_FOLD_CASE(FOLD_sq_sum)
+        FLOAT_FOLD_CASE(FOLD_pow_sum)
+        FLOAT_FOLD_CASE(FOLD_abs_max)
+        FLOAT_FOLD_CASE(FOLD_abs_min)
+        FLOAT_FOLD_CASE(FOLD_nonzero)
+        FLOAT_FOLD_CASE(FOLD_sqdev)
+        FLOAT_FOLD_CASE(FOLD_expsum)
     default: return no_kernel(fold, "floating");
     }
 #undef FLOAT_FOLD_CASE
@@ -379,14 +339,14 @@ static ampc_status run_float_fold(const red_ctx &c, int fold, acc_t param, const
 
 /* Folds with an int64 accumulator: any/all of every dtype; sum, prod, max, min of integers. */
 template <typename scalar_t> static ampc_status run_int_fold(const red_ctx &c, int fold, const red_out &st) {
-    if (fold == RF_ANY) return run_reduce<scalar_t>(c, fold_op<int64_t, RF_ANY>{0, nullptr}, st);
-    if (fold == RF_ALL) return run_reduce<scalar_t>(c, fold_op<int64_t, RF_ALL>{0, nullptr}, st);
+    if (fold == FOLD_any) return run_reduce<scalar_t>(c, fold_op<int64_t, FOLD_any>{0, nullptr}, st);
+    if (fold == FOLD_all) return run_reduce<scalar_t>(c, fold_op<int64_t, FOLD_all>{0, nullptr}, st);
     if constexpr (!is_float_storage<scalar_t>::value) {
         switch (fold) {
-        case RF_SUM: return run_reduce<scalar_t>(c, fold_op<int64_t, RF_SUM>{0, nullptr}, st);
-        case RF_PROD: return run_reduce<scalar_t>(c, fold_op<int64_t, RF_PROD>{0, nullptr}, st);
-        case RF_MAX: return run_reduce<scalar_t>(c, fold_op<int64_t, RF_MAX>{0, nullptr}, st);
-        case RF_MIN: return run_reduce<scalar_t>(c, fold_op<int64_t, RF_MIN>{0, nullptr}, st);
+        case FOLD_sum: return run_reduce<scalar_t>(c, fold_op<int64_t, FOLD_sum>{0, nullptr}, st);
+        case FOLD_prod: return run_reduce<scalar_t>(c, fold_op<int64_t, FOLD_prod>{0, nullptr}, st);
+        case FOLD_max: return run_reduce<scalar_t>(c, fold_op<int64_t, FOLD_max>{0, nullptr}, st);
+        case FOLD_min: return run_reduce<scalar_t>(c, fold_op<int64_t, FOLD_min>{0, nullptr}, st);
         default: break;
         }
     }
@@ -416,10 +376,10 @@ static ampc_status run_two_pass(const red_ctx &c, ampc_op op, red_out st) {
     red_out first = st;
     first.kind = lse ? ST_TO_BUF : ST_TO_MEAN_BUF;
     first.buf = buf.ptr;
-    AMPC_TRY((run_float_fold<scalar_t, acc_t>(c, lse ? RF_MAX : RF_SUM, (acc_t)0, nullptr, first)));
+    AMPC_TRY((run_float_fold<scalar_t, acc_t>(c, lse ? FOLD_max : FOLD_sum, (acc_t)0, nullptr, first)));
     st.kind = lse ? ST_LSE : op == AMPC_OP_STD ? ST_STD : ST_VAR;
     st.params = buf.ptr;
-    return run_float_fold<scalar_t, acc_t>(c, lse ? RF_EXPSUM : RF_SQDEV, (acc_t)0, buf.as<acc_t>(), st);
+    return run_float_fold<scalar_t, acc_t>(c, lse ? FOLD_expsum : FOLD_sqdev, (acc_t)0, buf.as<acc_t>(), st);
 }
 
 template <typename scalar_t> static ampc_status run_arg(const red_ctx &c, bool is_max, const red_out &st) {
@@ -428,21 +388,11 @@ template <typename scalar_t> static ampc_status run_arg(const red_ctx &c, bool i
     return run_reduce<scalar_t>(c, arg_op<acc_t, false>{}, st);
 }
 
-/* The fold a norm of order p runs (cpu_reduce.c's norm_fold) and how it finishes. */
-static int norm_fold(double p, int *kind) {
-    *kind = p == 2 ? ST_SQRT : ST_PLAIN;
-    if (p == 2) return RF_SQ_SUM;
-    if (p == 1) return RF_ABS_SUM;
-    if (p == 0) return RF_NONZERO;
-    if (p == INFINITY) return RF_ABS_MAX;
-    if (p == -INFINITY) return RF_ABS_MIN;
-    *kind = ST_ROOT;
-    return RF_POW_SUM;
-}
-
-static ampc_status cuda_reduce(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *in = a->in[0];
-    ampc_tensor *out0 = a->out[0];
+static ampc_status cuda_reduce(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_reduce_args *a = ampc_args_reduce(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *in = a->input;
+    ampc_tensor *out0 = a->values;
     ampc_cuda_guard guard(in);
     bool arg = op == AMPC_OP_MAX_DIM || op == AMPC_OP_MIN_DIM || op == AMPC_OP_ARGMAX || op == AMPC_OP_ARGMIN;
     red_ctx c;
@@ -458,9 +408,9 @@ static ampc_status cuda_reduce(ampc_op op, const ampc_kernel_args *a) {
     st.kind = ST_PLAIN;
     st.dtype0 = (int)out0->dtype;
     st.out0 = ampc_data_ptr(out0);
-    st.out1 = a->n_out > 1 ? (int64_t *)ampc_data_ptr(a->out[1]) : NULL;
+    st.out1 = a->indices ? (int64_t *)ampc_data_ptr(a->indices) : NULL;
     st.n_red = c.pl.n_red;
-    st.p = ampc_scalar_to_double(a->scalars[1]);
+    st.p = op == AMPC_OP_NORM ? a->p : (op == AMPC_OP_VAR || op == AMPC_OP_STD) ? a->correction : 0.0;
     const char *name = ampc_op_name(op);
     bool in_float = ampc_dtype_is_floating(in->dtype);
     bool wide = out0->dtype == AMPC_FLOAT64; /* accumulate in double */
@@ -470,7 +420,7 @@ static ampc_status cuda_reduce(ampc_op op, const ampc_kernel_args *a) {
     case AMPC_OP_MEAN:
     case AMPC_OP_PROD: {
         /* the frontend sends integer inputs exactly when the output is an integer (or bool) */
-        int fold = op == AMPC_OP_PROD ? RF_PROD : RF_SUM;
+        int fold = op == AMPC_OP_PROD ? FOLD_prod : FOLD_sum;
         if (op == AMPC_OP_MEAN) st.kind = ST_MEAN;
         if (!ampc_dtype_is_floating(out0->dtype)) {
             AMPC_CUDA_SWITCH_ALL(in->dtype, name, s = run_int_fold<scalar_t>(c, fold, st);)
@@ -481,7 +431,7 @@ static ampc_status cuda_reduce(ampc_op op, const ampc_kernel_args *a) {
     }
     case AMPC_OP_AMAX:
     case AMPC_OP_AMIN: {
-        int fold = op == AMPC_OP_AMAX ? RF_MAX : RF_MIN;
+        int fold = op == AMPC_OP_AMAX ? FOLD_max : FOLD_min;
         if (in_float) {
             AMPC_CUDA_SWITCH_FLOATING(in->dtype, name, s = run_float<scalar_t>(c, fold, wide, 0.0, st);)
         } else {
@@ -491,12 +441,13 @@ static ampc_status cuda_reduce(ampc_op op, const ampc_kernel_args *a) {
     }
     case AMPC_OP_ANY:
     case AMPC_OP_ALL: {
-        int fold = op == AMPC_OP_ANY ? RF_ANY : RF_ALL;
+        int fold = op == AMPC_OP_ANY ? FOLD_any : FOLD_all;
         AMPC_CUDA_SWITCH_ALL(in->dtype, name, s = run_int_fold<scalar_t>(c, fold, st);)
         return s;
     }
     case AMPC_OP_NORM: {
-        int fold = norm_fold(st.p, &st.kind);
+        int fold = ampc_norm_fold(st.p); /* and how it finishes */
+        st.kind = fold == FOLD_sq_sum ? ST_SQRT : fold == FOLD_pow_sum ? ST_ROOT : ST_PLAIN;
         AMPC_CUDA_SWITCH_FLOATING(in->dtype, name, s = run_float<scalar_t>(c, fold, wide, st.p, st);)
         return s;
     }
@@ -523,11 +474,10 @@ static ampc_status cuda_reduce(ampc_op op, const ampc_kernel_args *a) {
     }
 }
 
+/* Every ops.def row of schema `reduce`. */
 extern "C" void ampc_cuda_register_reduce(void) {
-    static const ampc_op ops[] = {AMPC_OP_SUM,    AMPC_OP_MEAN,      AMPC_OP_PROD,    AMPC_OP_AMAX,
-                                  AMPC_OP_AMIN,   AMPC_OP_MAX_DIM,   AMPC_OP_MIN_DIM, AMPC_OP_ARGMAX,
-                                  AMPC_OP_ARGMIN, AMPC_OP_VAR,       AMPC_OP_STD,     AMPC_OP_NORM,
-                                  AMPC_OP_LOGSUMEXP, AMPC_OP_ANY,    AMPC_OP_ALL};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) ampc_register_kernel(AMPC_CUDA, ops[i], cuda_reduce);
+    for (int op = 0; op < AMPC_NUM_OPS; op++)
+        if (ampc_op_schema((ampc_op)op) == ampc_schema_reduce)
+            ampc_register_kernel(AMPC_CUDA, (ampc_op)op, cuda_reduce);
     ampc_cuda_register_scan();
 }

@@ -10,6 +10,7 @@
 
 #include <type_traits>
 
+#include "../core/reduce_plan.h" /* enum fold */
 #include "cuda_common.cuh"
 
 template <typename T> struct is_float_storage : std::false_type {};
@@ -59,18 +60,6 @@ static __device__ __noinline__ double acc_pow(double x, double p) { return pow(x
 template <typename T> __device__ __forceinline__ T max_nan(T a, T b) { return (b > a || b != b) ? b : a; }
 template <typename T> __device__ __forceinline__ T min_nan(T a, T b) { return (b < a || b != b) ? b : a; }
 
-/* The folds of cpu_reduce_folds.h. */
-enum red_fold {
-    RF_SUM, RF_PROD, RF_MAX, RF_MIN, RF_ANY, RF_ALL,
-    RF_ABS_SUM,  /* norm p = 1 */
-    RF_SQ_SUM,   /* norm p = 2 */
-    RF_POW_SUM,  /* norm of other p: sum |x|^p */
-    RF_ABS_MAX,  /* norm p = inf */
-    RF_ABS_MIN,  /* norm p = -inf */
-    RF_NONZERO,  /* norm p = 0 */
-    RF_SQDEV,    /* var, pass 2: sum (x - mean)^2 */
-    RF_EXPSUM    /* logsumexp, pass 2: sum exp(x - max) */
-};
 
 /* How a finished accumulator becomes the output (cpu_reduce.c's store functions). */
 enum red_store {
@@ -129,36 +118,36 @@ template <typename acc_t, int F> struct fold_op {
 
     __device__ __forceinline__ acc_t param_of(int64_t o) const { return params ? params[o] : param; }
     __device__ __forceinline__ acc_t identity() const {
-        if (F == RF_PROD || F == RF_ALL) return (acc_t)1;
-        if (F == RF_MAX) return acc_limits<acc_t>::lowest();
-        if (F == RF_MIN || F == RF_ABS_MIN) return acc_limits<acc_t>::highest();
+        if (F == FOLD_prod || F == FOLD_all) return (acc_t)1;
+        if (F == FOLD_max) return acc_limits<acc_t>::lowest();
+        if (F == FOLD_min || F == FOLD_abs_min) return acc_limits<acc_t>::highest();
         return (acc_t)0;
     }
     template <typename V> __device__ __forceinline__ acc_t update(acc_t a, V v, int64_t, acc_t p) const {
-        if constexpr (F == RF_ANY) return a | (acc_t)(v != (V)0);
-        else if constexpr (F == RF_ALL) return a & (acc_t)(v != (V)0);
+        if constexpr (F == FOLD_any) return a | (acc_t)(v != (V)0);
+        else if constexpr (F == FOLD_all) return a & (acc_t)(v != (V)0);
         else {
             acc_t x = (acc_t)v;
-            if constexpr (F == RF_SUM) return acc_add(a, x);
-            else if constexpr (F == RF_PROD) return acc_mul(a, x);
-            else if constexpr (F == RF_MAX) return max_nan(a, x);
-            else if constexpr (F == RF_MIN) return min_nan(a, x);
-            else if constexpr (F == RF_ABS_SUM) return a + acc_abs(x);
-            else if constexpr (F == RF_SQ_SUM) return a + x * x;
-            else if constexpr (F == RF_POW_SUM) return a + acc_pow(acc_abs(x), p);
-            else if constexpr (F == RF_ABS_MAX) return max_nan(a, acc_abs(x));
-            else if constexpr (F == RF_ABS_MIN) return min_nan(a, acc_abs(x));
-            else if constexpr (F == RF_NONZERO) return a + (acc_t)(x != (acc_t)0);
-            else if constexpr (F == RF_SQDEV) return a + (x - p) * (x - p);
-            else return a + acc_exp(x - p); /* RF_EXPSUM */
+            if constexpr (F == FOLD_sum) return acc_add(a, x);
+            else if constexpr (F == FOLD_prod) return acc_mul(a, x);
+            else if constexpr (F == FOLD_max) return max_nan(a, x);
+            else if constexpr (F == FOLD_min) return min_nan(a, x);
+            else if constexpr (F == FOLD_abs_sum) return a + acc_abs(x);
+            else if constexpr (F == FOLD_sq_sum) return a + x * x;
+            else if constexpr (F == FOLD_pow_sum) return a + acc_pow(acc_abs(x), p);
+            else if constexpr (F == FOLD_abs_max) return max_nan(a, acc_abs(x));
+            else if constexpr (F == FOLD_abs_min) return min_nan(a, acc_abs(x));
+            else if constexpr (F == FOLD_nonzero) return a + (acc_t)(x != (acc_t)0);
+            else if constexpr (F == FOLD_sqdev) return a + (x - p) * (x - p);
+            else return a + acc_exp(x - p); /* FOLD_expsum */
         }
     }
     __device__ __forceinline__ acc_t merge(acc_t a, acc_t b) const {
-        if constexpr (F == RF_PROD) return acc_mul(a, b);
-        else if constexpr (F == RF_MAX || F == RF_ABS_MAX) return max_nan(a, b);
-        else if constexpr (F == RF_MIN || F == RF_ABS_MIN) return min_nan(a, b);
-        else if constexpr (F == RF_ANY) return a | b;
-        else if constexpr (F == RF_ALL) return a & b;
+        if constexpr (F == FOLD_prod) return acc_mul(a, b);
+        else if constexpr (F == FOLD_max || F == FOLD_abs_max) return max_nan(a, b);
+        else if constexpr (F == FOLD_min || F == FOLD_abs_min) return min_nan(a, b);
+        else if constexpr (F == FOLD_any) return a | b;
+        else if constexpr (F == FOLD_all) return a & b;
         else return acc_add(a, b);
     }
     __device__ __forceinline__ void store(const red_out &s, int64_t o, int64_t off0, int64_t, acc_t a) const {

@@ -12,6 +12,8 @@
  * into chunks: a first pass sums each chunk, a second turns those sums into each chunk's carry
  * (an exclusive scan per line), and the scan then starts every chunk from its carry. Fixed
  * order, no atomics: deterministic. */
+#include "../core/kernel_args.h"
+#include "../core/reduce_plan.h"
 #include "cuda_reduce.cuh"
 
 #define SCAN_ITEMS 4   /* elements per thread and tile in the row scan */
@@ -200,20 +202,14 @@ static ampc_status cumsum_typed(const ampc_tensor *in_t, ampc_tensor *out_t, int
     return launch_scan<T, A>(in, out, s, rows, carry, stream);
 }
 
-static ampc_status cuda_cumsum(ampc_op op, const ampc_kernel_args *a) {
-    ampc_tensor *out = a->out[0];
-    const ampc_tensor *in = a->in[0];
+static ampc_status cuda_cumsum(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_scan_args *a = ampc_args_scan(args);
+    if (!a) return ampc_last_status();
+    ampc_tensor *out = a->output;
+    const ampc_tensor *in = a->input;
     ampc_cuda_guard guard(in);
-    int d = (int)a->ints[0];
-    int64_t outer = 1, n = 1, cols = 1; /* the scanned dim in the middle */
-    for (int i = 0; i < in->ndim; i++) {
-        if (i < d)
-            outer *= in->shape[i];
-        else if (i == d)
-            n = in->shape[i];
-        else
-            cols *= in->shape[i];
-    }
+    ampc_scan_plan sp = ampc_scan_plan_make(in, a->dim); /* the scanned dim in the middle */
+    int64_t outer = sp.outer, n = sp.n, cols = sp.cols;
     if (outer * n * cols == 0) return AMPC_OK;
     ampc_status s = AMPC_OK;
     AMPC_CUDA_SWITCH_ALL(in->dtype, ampc_op_name(op), s = cumsum_typed<scalar_t>(in, out, outer, n, cols);)

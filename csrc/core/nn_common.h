@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "kernel_args.h"
 #include "nn_ops.h"
 
 /* Statistics (mean, rstd, lse, total weight) are float32, float64 for float64 inputs. */

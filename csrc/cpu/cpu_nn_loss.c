@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/kernel_args.h"
 #include "../core/loss_math.h"
 #include "cpu_backend.h"
 #include "cpu_nn_common.h"
@@ -20,7 +21,7 @@ typedef struct loss_ctx {
     ampc_op op;
     const ampc_tensor *x, *t, *w, *pw, *g;
     ampc_tensor *out, *gt; /* forward: out = loss; backward: out = grad input, gt = grad target */
-    int reduction;
+    ampc_reduction reduction;
     double beta, gscale; /* gscale: the loss grad when reduced (already / numel for mean) */
     bool bad_input;      /* BCE input outside [0, 1] */
 } loss_ctx;
@@ -109,7 +110,7 @@ static ampc_status run_loss(ampc_op op, loss_ctx *c, int64_t numel, bool backwar
     if (partial && !failed) {
         double s = 0;
         for (int64_t k = 0; k < chunks; k++) s += partial[k];
-        nn_set(c->out->dtype, ampc_data_ptr(c->out), 0, c->reduction == 1 ? s / (double)numel : s);
+        nn_set(c->out->dtype, ampc_data_ptr(c->out), 0, c->reduction == AMPC_REDUCTION_MEAN ? s / (double)numel : s);
     }
     free(partial);
     if (failed) return nn_nomem(op);
@@ -117,30 +118,22 @@ static ampc_status run_loss(ampc_op op, loss_ctx *c, int64_t numel, bool backwar
     return AMPC_OK;
 }
 
-static ampc_status cpu_loss(ampc_op op, const ampc_kernel_args *a) {
-    loss_ctx c;
-    memset(&c, 0, sizeof c);
-    c.op = op;
-    c.x = a->in[0], c.t = a->in[1], c.w = a->in[2], c.pw = a->in[3];
-    c.out = a->out[0];
-    c.reduction = (int)a->ints[0];
-    c.beta = ampc_scalar_to_double(a->scalars[0]);
+static ampc_status cpu_loss(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_pointwise_loss_args *a = ampc_args_pointwise_loss(args);
+    if (!a) return ampc_last_status();
+    loss_ctx c = {.op = op, .x = a->input, .t = a->target, .w = a->weight, .pw = a->pos_weight, .out = a->loss,
+                  .reduction = a->reduction, .beta = a->beta};
     return run_loss(op, &c, ampc_numel(c.x), false);
 }
 
-static ampc_status cpu_loss_backward(ampc_op op, const ampc_kernel_args *a) {
-    loss_ctx c;
-    memset(&c, 0, sizeof c);
-    c.op = op;
-    c.g = a->in[0], c.x = a->in[1], c.t = a->in[2], c.w = a->in[3], c.pw = a->in[4];
-    c.out = a->out[0], c.gt = a->out[1];
-    c.reduction = (int)a->ints[0];
-    c.beta = ampc_scalar_to_double(a->scalars[0]);
+static ampc_status cpu_loss_backward(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_pointwise_loss_backward_args *a = ampc_args_pointwise_loss_backward(args);
+    if (!a) return ampc_last_status();
+    loss_ctx c = {.op = op, .g = a->grad_loss, .x = a->input, .t = a->target, .w = a->weight, .pw = a->pos_weight,
+                  .out = a->grad_input, .gt = a->grad_target, .reduction = a->reduction, .beta = a->beta};
     int64_t numel = ampc_numel(c.x);
-    if (c.reduction) {
-        c.gscale = nn_get(c.g->dtype, ampc_data_ptr(c.g), 0);
-        if (c.reduction == 1) c.gscale /= (double)numel;
-    }
+    if (c.reduction != AMPC_REDUCTION_NONE)
+        c.gscale = ampc_loss_grad_scale_d(c.reduction, nn_get(c.g->dtype, ampc_data_ptr(c.g), 0), (double)numel);
     return run_loss(op, &c, numel, true);
 }
 

@@ -139,6 +139,28 @@ void nn_tile_lse(const double *t, int64_t d, int64_t w, double *mx, double *lse)
     for (int64_t j = 0; j < w; j++) lse[j] = mx[j] + log(lse[j]);
 }
 
+ampc_status nn_run_chunks(ampc_op op, int64_t numel, int n_buf, nn_chunk_fn fn, void *ctx) {
+    int64_t chunks = (numel + NN_CHUNK - 1) / NN_CHUNK;
+    bool failed = false;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nn_threads(numel))
+#endif
+    {
+        double *buf = (double *)malloc(sizeof(double) * (size_t)n_buf * NN_CHUNK);
+        if (!buf) nn_set_flag(&failed);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t k = 0; k < chunks; k++) {
+            if (!buf) continue;
+            int64_t i0 = k * NN_CHUNK;
+            fn(ctx, k, i0, numel - i0 < NN_CHUNK ? numel - i0 : NN_CHUNK, buf);
+        }
+        free(buf);
+    }
+    return failed ? nn_nomem(op) : AMPC_OK;
+}
+
 ampc_status nn_nomem(ampc_op op) {
     return ampc_set_error(AMPC_E_NOMEM, "%s: out of memory for the kernel's work buffers", ampc_op_name(op));
 }

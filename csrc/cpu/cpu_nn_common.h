@@ -66,6 +66,17 @@ ampc_status nn_run_tiles(ampc_op op, int64_t outer, int64_t d, int64_t inner, in
 /* Per column j of a (d, w) tile: the max and log-sum-exp. */
 void nn_tile_lse(const double *t, int64_t d, int64_t w, double *mx, double *lse);
 
+/* Elements a chunk of a flat loop holds (nn_run_chunks): small enough for its double buffers to
+ * stay in cache. */
+#define NN_CHUNK 1024
+
+/* fn(ctx, k, i0, n, buf): chunk k of a flat loop, elements [i0, i0 + n) with n <= NN_CHUNK; buf
+ * is this thread's scratch of n_buf * NN_CHUNK doubles. */
+typedef void (*nn_chunk_fn)(void *ctx, int64_t k, int64_t i0, int64_t n, double *buf);
+/* Runs fn over the chunks of numel elements, in parallel; NOMEM naming op when a buffer cannot
+ * be had. */
+ampc_status nn_run_chunks(ampc_op op, int64_t numel, int n_buf, nn_chunk_fn fn, void *ctx);
+
 /* Threads a loop of `work` elements should use (1 below the grain). */
 static inline int nn_threads(int64_t work) {
 #ifdef _OPENMP

@@ -31,6 +31,15 @@ typedef struct ce_ctx {
     int64_t *bad_target;
 } ce_ctx;
 
+/* Records an out-of-range class target from inside a parallel loop (raised after it). */
+static void flag_bad_target(bool *bad, int64_t *bad_target, int64_t cls) {
+    nn_set_flag(bad);
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+    *bad_target = cls;
+}
+
 static void ce_forward_tile(const void *vctx, int64_t o, int64_t j0, int64_t w, double **bufs) {
     const ce_ctx *c = (const ce_ctx *)vctx;
     int64_t d = c->c, start = o * d * c->k + j0;
@@ -51,11 +60,7 @@ static void ce_forward_tile(const void *vctx, int64_t o, int64_t j0, int64_t w, 
             int64_t cls = nn_get_index(c->target->dtype, ampc_data_ptr(c->target), row);
             if (cls != c->ignore) {
                 if (cls < 0 || cls >= d) {
-                    nn_set_flag(c->bad);
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-                    *c->bad_target = cls;
+                    flag_bad_target(c->bad, c->bad_target, cls);
                     continue;
                 }
                 weight = c->w[cls];
@@ -223,11 +228,7 @@ static ampc_status cpu_nll_loss(ampc_op op, const ampc_kernel_args *args) {
         row_loss[r] = row_weight[r] = 0;
         if (cls == ignore) continue;
         if (cls < 0 || cls >= c) {
-            nn_set_flag(&bad);
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-            bad_target = cls;
+            flag_bad_target(&bad, &bad_target, cls);
             continue;
         }
         row_weight[r] = w[cls];

@@ -346,13 +346,7 @@ ampc_tensor *ampc_nll_loss_backward(const ampc_tensor *grad_loss, const ampc_ten
                                          .ignore_index = ignore_index};
         st = ampc_numel(gxv) > 0 ? ampc_dispatch_nll_loss_backward(AMPC_OP_NLL_LOSS_BACKWARD, &a) : AMPC_OK;
     }
-    ampc_tensor *tmp[5] = {x, t, w, g, gxv};
-    nn_release(5, tmp);
-    if (st != AMPC_OK) {
-        ampc_tensor_decref(gx);
-        return NULL;
-    }
-    return gx;
+    return nn_finish(st, gx, 5, (ampc_tensor *[]){x, t, w, g, gxv});
 }
 
 static ampc_status nll_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {

@@ -97,13 +97,7 @@ ampc_tensor *nn_softmax_backward(ampc_op op, const ampc_tensor *grad_out, const 
         ampc_softmax_backward_args a = {.grad_x = gx1, .grad_y = g1, .y = y1, .dim = d, .scale = scale};
         st = ampc_numel(gx1) > 0 ? ampc_dispatch_softmax_backward(op, &a) : AMPC_OK;
     }
-    ampc_tensor *tmp[5] = {g, y, g1, y1, gx1};
-    nn_release(5, tmp);
-    if (st != AMPC_OK) {
-        ampc_tensor_decref(gx);
-        return NULL;
-    }
-    return gx;
+    return nn_finish(st, gx, 5, (ampc_tensor *[]){g, y, g1, y1, gx1});
 }
 
 ampc_tensor *ampc_softmax_backward(const ampc_tensor *grad_out, const ampc_tensor *output, int64_t dim,

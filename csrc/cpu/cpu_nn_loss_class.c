@@ -34,10 +34,7 @@ typedef struct ce_ctx {
 /* Records an out-of-range class target from inside a parallel loop (raised after it). */
 static void flag_bad_target(bool *bad, int64_t *bad_target, int64_t cls) {
     nn_set_flag(bad);
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-    *bad_target = cls;
+    __atomic_store_n(bad_target, cls, __ATOMIC_RELAXED); /* any one of the bad targets is reported */
 }
 
 static void ce_forward_tile(const void *vctx, int64_t o, int64_t j0, int64_t w, double **bufs) {

@@ -322,48 +322,40 @@ template <typename F> static ampc_status sm_dispatch_dtypes(int in_dt, int out_d
     return f.template run<nn_dyn, nn_dyn>();
 }
 
-/* The (outer, D, inner) view of out along dim. */
-static void sm_split_dim(sm_params *p, const ampc_tensor *out, int dim) {
-    p->outer = 1, p->inner = 1, p->d = out->ndim ? out->shape[dim] : 1;
-    for (int i = 0; i < dim; i++) p->outer *= out->shape[i];
-    for (int i = dim + 1; i < out->ndim; i++) p->inner *= out->shape[i];
+/* Softmax-family op `mode` along dim of out: forward x -> out (y NULL), backward
+ * (x = grad y, y) -> out, times scale. */
+static ampc_status sm_along_dim(int mode, ampc_tensor *out, const ampc_tensor *x, const ampc_tensor *y, int dim,
+                                double scale) {
+    if (ampc_numel(out) == 0) return AMPC_OK;
+    ampc_cuda_guard guard(out);
+    sm_params p;
+    memset(&p, 0, sizeof p);
+    p.x = ampc_data_ptr(x), p.x_dt = (int)x->dtype;
+    p.out = ampc_data_ptr(out), p.out_dt = (int)out->dtype;
+    if (y) p.y = ampc_data_ptr(y), p.y_dt = (int)y->dtype;
+    p.mode = mode;
+    p.scale = scale;
+    p.outer = 1, p.inner = 1, p.d = out->ndim ? out->shape[dim] : 1;
+    for (int i = 0; i < dim; i++) p.outer *= out->shape[i];
+    for (int i = dim + 1; i < out->ndim; i++) p.inner *= out->shape[i];
+    /* backward's typed paths need g and y in one dtype */
+    int in_dt = y && p.x_dt != p.y_dt ? -1 : p.x_dt;
+    return sm_dispatch_dtypes(in_dt, p.out_dt, sm_run{p, y != NULL, ampc_cuda_stream_of(out)});
 }
 
 /* SOFTMAX, LOG_SOFTMAX (schema softmax, core/ops.def). */
 static ampc_status cuda_softmax(ampc_op op, const ampc_kernel_args *args) {
     const ampc_softmax_args *a = ampc_args_softmax(args);
     if (!a) return ampc_last_status();
-    ampc_tensor *out = a->y;
-    if (ampc_numel(out) == 0) return AMPC_OK;
-    ampc_cuda_guard guard(out);
-    sm_params p;
-    memset(&p, 0, sizeof p);
-    p.x = ampc_data_ptr(a->x), p.x_dt = (int)a->x->dtype;
-    p.out = ampc_data_ptr(out), p.out_dt = (int)out->dtype;
-    p.mode = op == AMPC_OP_SOFTMAX ? SM_SOFTMAX : SM_LOG_SOFTMAX;
-    p.scale = 1.0;
-    sm_split_dim(&p, out, a->dim);
-    return sm_dispatch_dtypes(p.x_dt, p.out_dt, sm_run{p, false, ampc_cuda_stream_of(out)});
+    return sm_along_dim(op == AMPC_OP_SOFTMAX ? SM_SOFTMAX : SM_LOG_SOFTMAX, a->y, a->x, NULL, a->dim, 1.0);
 }
 
 /* SOFTMAX_BACKWARD, LOG_SOFTMAX_BACKWARD (schema softmax_backward). */
 static ampc_status cuda_softmax_backward(ampc_op op, const ampc_kernel_args *args) {
     const ampc_softmax_backward_args *a = ampc_args_softmax_backward(args);
     if (!a) return ampc_last_status();
-    ampc_tensor *out = a->grad_x;
-    if (ampc_numel(out) == 0) return AMPC_OK;
-    ampc_cuda_guard guard(out);
-    sm_params p;
-    memset(&p, 0, sizeof p);
-    p.x = ampc_data_ptr(a->grad_y), p.x_dt = (int)a->grad_y->dtype;
-    p.y = ampc_data_ptr(a->y), p.y_dt = (int)a->y->dtype;
-    p.out = ampc_data_ptr(out), p.out_dt = (int)out->dtype;
-    p.mode = op == AMPC_OP_SOFTMAX_BACKWARD ? SM_SOFTMAX_BW : SM_LOG_SOFTMAX_BW;
-    p.scale = a->scale;
-    sm_split_dim(&p, out, a->dim);
-    /* the typed paths need g and y in one dtype */
-    int in_dt = p.x_dt != p.y_dt ? -1 : p.x_dt;
-    return sm_dispatch_dtypes(in_dt, p.out_dt, sm_run{p, true, ampc_cuda_stream_of(out)});
+    return sm_along_dim(op == AMPC_OP_SOFTMAX_BACKWARD ? SM_SOFTMAX_BW : SM_LOG_SOFTMAX_BW, a->grad_x, a->grad_y, a->y,
+                        a->dim, a->scale);
 }
 
 /* ATTN_SOFTMAX (schema attn_softmax): scores (*, L, S) contiguous, mask? (same shape, any

@@ -25,6 +25,9 @@ typedef enum ampc_op {
     AMPC_NUM_OPS
 } ampc_op;
 
+/* A loss's reduction, torch's reduction= ('none', 'mean', 'sum'; the values are torch's enum). */
+typedef enum ampc_reduction { AMPC_REDUCTION_NONE = 0, AMPC_REDUCTION_MEAN = 1, AMPC_REDUCTION_SUM = 2 } ampc_reduction;
+
 typedef enum ampc_op_kind {
     AMPC_KIND_UNARY, AMPC_KIND_BINARY, AMPC_KIND_COMPARE, AMPC_KIND_TERNARY, AMPC_KIND_COPY,
     AMPC_KIND_FILL, AMPC_KIND_REDUCE, AMPC_KIND_SCAN, AMPC_KIND_GEMM, AMPC_KIND_INDEX,

@@ -1,8 +1,10 @@
 /* loss_math.h: the per-element formulas of the elementwise losses (mse, l1, smooth_l1,
- * binary_cross_entropy, binary_cross_entropy_with_logits) and their derivatives, one place for
- * every backend: the CPU kernels (cpu/cpu_nn_loss.c) call the double versions, the CUDA kernels
- * (cuda/cuda_nn_loss.cu) the float or double ones. The formulas, clamps included, are PyTorch's
- * (aten/src/ATen/native/Loss.cpp), term by term.
+ * binary_cross_entropy, binary_cross_entropy_with_logits) and their derivatives, and the
+ * per-row / per-class terms of cross_entropy and nll_loss, one place for every backend: the CPU
+ * kernels (cpu/cpu_nn_loss.c, cpu/cpu_nn_loss_class.c) call the double versions, the CUDA
+ * kernels (cuda/cuda_nn_loss.cu, cuda/cuda_nn_loss_class.cu) the float or double ones. The
+ * formulas, clamps included, are PyTorch's (aten/src/ATen/native/Loss.cpp, LossNLL.cpp,
+ * SoftMax.cpp), term by term.
  *
  * AMPC_HD (half.h): static inline in C11, __host__ __device__ under nvcc. Names end in _f (float)
  * or _d (double). An absent weight is passed as 1 and an absent pos_weight as has_pw false. */
@@ -11,6 +13,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "half.h"
 
@@ -83,10 +86,43 @@ enum { AMPC_LOSS_MSE, AMPC_LOSS_L1, AMPC_LOSS_SMOOTH_L1, AMPC_LOSS_BCE, AMPC_LOS
             }                                                                                                 \
         }                                                                                                     \
         }                                                                                                     \
-    }
+    }                                                                                                         \
+    /* ---- classification losses: logp = x - lse is a log-probability, C the class count */      \
+    /* the loss grad of a reduced loss: mean divides by the total weight (or count) */                      \
+    AMPC_HD T ampc_loss_grad_scale_##S(int reduction, T g, T total) { return reduction == 1 /* mean */ ? g / total : g; } \
+    /* nll_loss of one row with target t: -w_t logp_t; its grad w.r.t. logp_t, -w_t g */                    \
+    AMPC_HD T ampc_nll_loss_##S(T w_t, T logp_t) { return -w_t * logp_t; }                                  \
+    AMPC_HD T ampc_nll_grad_##S(T w_t, T g) { return -w_t * g; }                                            \
+    /* a label-smoothed probability target t' = t (1 - ls) + ls / C */                                     \
+    AMPC_HD T ampc_ce_smooth_target_##S(T t, T ls, T c) { return t * ((T)1 - ls) + ls / c; }               \
+    /* cross_entropy of a class-target row: -(1 - ls) w_t logp_t, plus ls / C * smooth when                 \
+     * smoothing, smooth = -sum_c w_c logp_c */                                                             \
+    AMPC_HD T ampc_ce_class_loss_##S(T logp_t, T w_t, T ls, T c, T smooth) {                                \
+        T loss = -logp_t * w_t * ((T)1 - ls);                                                               \
+        if (ls > (T)0) loss += ls / c * smooth;                                                             \
+        return loss;                                                                                        \
+    }                                                                                                       \
+    /* one class's term of a probability-target row's loss, -sum_c w_c t'_c logp_c */                      \
+    AMPC_HD T ampc_ce_prob_loss_term_##S(T w_c, T tp_c, T logp_c) { return w_c * tp_c * logp_c; }          \
+    /* d loss / d x_c of a class-target row (times the loss grad by the caller), p_c = exp(logp_c),         \
+     * a1 = (1 - ls) w_t, a2 = ls / C: a1 (p_c - [c == t]) + a2 (p_c sum(w) - w_c) */                       \
+    AMPC_HD T ampc_ce_class_grad_##S(T p_c, bool is_target, T a1, T a2, T wsum, T w_c, bool smooth) {      \
+        T term = a1 * (p_c - (is_target ? (T)1 : (T)0));                                                    \
+        if (smooth) term += a2 * (p_c * wsum - w_c);                                                        \
+        return term;                                                                                        \
+    }                                                                                                       \
+    /* a probability-target row: d loss / d x_c = p_c S - w_c t'_c, S = sum_c w_c t'_c (times the          \
+     * loss grad g by the caller); d loss / d t_c = -g (1 - ls) w_c logp_c */                               \
+    AMPC_HD T ampc_ce_prob_grad_##S(T p_c, T s, T w_c, T tp_c) { return p_c * s - w_c * tp_c; }            \
+    AMPC_HD T ampc_ce_target_grad_##S(T g, T ls, T w_c, T logp_c) { return -g * ((T)1 - ls) * w_c * logp_c; }
 
 AMPC_DEFINE_LOSS_MATH(float, f, AMPC_LOSS_MATH_F)
 AMPC_DEFINE_LOSS_MATH(double, d, AMPC_LOSS_MATH_D)
+
+/* whether class target t of a row counts: not ignore_index and in [0, C) */
+AMPC_HD bool ampc_class_target_valid(int64_t t, int64_t ignore_index, int64_t c) {
+    return t != ignore_index && t >= 0 && t < c;
+}
 
 #undef AMPC_DEFINE_LOSS_MATH
 #undef AMPC_LOSS_MATH_F

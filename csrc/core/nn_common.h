@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "kernel_args.h"
 #include "nn_ops.h"
 
 /* Statistics (mean, rstd, lse, total weight) are float32, float64 for float64 inputs. */
@@ -27,6 +28,14 @@ ampc_status nn_check_device(const char *op, int n, const ampc_tensor *const *ts)
 ampc_status nn_contig(const ampc_tensor *t, ampc_tensor **out);
 /* Decrefs n tensors (NULLs allowed). */
 void nn_release(int n, ampc_tensor **ts);
+/* The end of a frontend: decrefs the n temporaries, then returns out when st is AMPC_OK, else
+ * decrefs out too and returns NULL (the error stays set). */
+static inline ampc_tensor *nn_finish(ampc_status st, ampc_tensor *out, int n, ampc_tensor **tmp) {
+    nn_release(n, tmp);
+    if (st == AMPC_OK) return out;
+    ampc_tensor_decref(out);
+    return NULL;
+}
 
 /* C = beta * bias + alpha * (a @ b) through the GEMM kernel: a (*batch, n, k), b (*batch, k, m)
  * with equal batch dims (stride 0 where broadcast), bias NULL or of C's shape (any strides).

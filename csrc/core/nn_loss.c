@@ -107,15 +107,10 @@ static ampc_tensor *pointwise_loss(ampc_op op, const ampc_tensor *input, const a
                                                          : ampc_empty(0, NULL, dt, input->device);
     ampc_status st = loss ? AMPC_OK : ampc_last_status();
     if (st == AMPC_OK) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = loss, a.n_out = 1;
-        for (int i = 0; i < 4; i++) a.in[i] = ops[i];
-        a.n_in = 4;
-        a.ints[0] = reduction, a.n_ints = 1;
-        a.scalars[0] = ampc_scalar_float(beta);
+        ampc_pointwise_loss_args a = {.loss = loss, .input = ops[0], .target = ops[1], .weight = ops[2],
+                                      .pos_weight = ops[3], .reduction = reduction, .beta = beta};
         /* reduced losses of empty inputs still need their 0 (sum) or NaN (mean) */
-        st = ampc_numel(loss) > 0 ? ampc_dispatch(op, &a) : AMPC_OK;
+        st = ampc_numel(loss) > 0 ? ampc_dispatch_pointwise_loss(op, &a) : AMPC_OK;
     }
     nn_release(4, ops);
     const ampc_tensor *inputs[4] = {input, target, weight, pos_weight};
@@ -164,15 +159,10 @@ ampc_status ampc_pointwise_loss_backward(ampc_op op, const ampc_tensor *grad_los
     if (st == AMPC_OK && need[0] && !(gx = ampc_empty(nd, shape, input->dtype, input->device))) st = ampc_last_status();
     if (st == AMPC_OK && want_t && !(gt = ampc_empty(nd, shape, target->dtype, target->device))) st = ampc_last_status();
     if (st == AMPC_OK && (gx || gt)) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = gx, a.out[1] = gt, a.n_out = 2;
-        a.in[0] = g;
-        for (int i = 0; i < 4; i++) a.in[i + 1] = ops[i];
-        a.n_in = 5;
-        a.ints[0] = reduction, a.n_ints = 1;
-        a.scalars[0] = ampc_scalar_float(beta);
-        st = ampc_numel(ops[0]) > 0 ? ampc_dispatch(backward_op(op), &a) : AMPC_OK;
+        ampc_pointwise_loss_backward_args a = {.grad_input = gx, .grad_target = gt, .grad_loss = g, .input = ops[0],
+                                               .target = ops[1], .weight = ops[2], .pos_weight = ops[3],
+                                               .reduction = reduction, .beta = beta};
+        st = ampc_numel(ops[0]) > 0 ? ampc_dispatch_pointwise_loss_backward(backward_op(op), &a) : AMPC_OK;
     }
     nn_release(4, ops);
     ampc_tensor_decref(g);

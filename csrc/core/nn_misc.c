@@ -364,13 +364,9 @@ static ampc_tensor *sdpa_probs(const sdpa_parts *s, double scale, bool is_causal
     ampc_tensor_decref(kt);
     ampc_tensor *p = scores ? ampc_empty_like(scores) : NULL;
     if (p) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = p, a.n_out = 1;
-        a.in[0] = scores, a.in[1] = s->mask, a.n_in = 2;
-        a.ints[0] = is_causal, a.n_ints = 1;
-        a.scalars[0] = ampc_scalar_float(scale);
-        if (nn_dispatch(AMPC_OP_ATTN_SOFTMAX, &a) != AMPC_OK) p = (ampc_tensor_decref(p), NULL);
+        ampc_attn_softmax_args a = {.probs = p, .scores = scores, .mask = s->mask, .scale = scale, .is_causal = is_causal};
+        if (ampc_numel(p) > 0 && ampc_dispatch_attn_softmax(AMPC_OP_ATTN_SOFTMAX, &a) != AMPC_OK)
+            p = (ampc_tensor_decref(p), NULL);
     }
     ampc_tensor_decref(scores);
     return p;

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-typedef enum ampc_reduction { AMPC_REDUCTION_NONE = 0, AMPC_REDUCTION_MEAN = 1, AMPC_REDUCTION_SUM = 2 } ampc_reduction;
+/* ampc_reduction (none / mean / sum, torch's reduction=) is in dispatch.h: kernel arguments carry it */
 
 /* ---- linear (nn_misc.c) ---- */
 /* input (*, in), weight (out, in), bias (out) -> (*, out) */

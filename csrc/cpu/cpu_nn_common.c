@@ -1,5 +1,8 @@
 /* cpu_nn_common.c: conversions between storage dtypes and the double buffers the CPU nn
  * kernels compute in (cpu_nn_common.h). */
+#include <math.h>
+#include <stdlib.h>
+
 #include "cpu_nn_common.h"
 
 #include "cpu_backend.h"
@@ -94,6 +97,70 @@ int64_t nn_get_index(ampc_dtype dt, const void *base, int64_t i) {
     }
 }
 
+/* ---------------------------------------------------------------- tiles (cpu_nn_common.h) */
+
+ampc_status nn_run_tiles(ampc_op op, int64_t outer, int64_t d, int64_t inner, int n_buf, tile_fn fn,
+                             const void *ctx) {
+    int64_t extra = 2 * NN_TILE_W;
+    int64_t blocks = (inner + NN_TILE_W - 1) / NN_TILE_W, tasks = outer * blocks;
+    int64_t tw = inner < NN_TILE_W ? inner : NN_TILE_W;
+    bool failed = false;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nn_threads(outer * d * inner))
+#endif
+    {
+        double *bufs[4] = {NULL, NULL, NULL, NULL};
+        bool ok = true;
+        for (int i = 0; i < n_buf; i++) {
+            bufs[i] = (double *)malloc(sizeof(double) * (size_t)(extra + d * tw + 1));
+            ok = ok && bufs[i];
+        }
+        if (!ok) nn_set_flag(&failed);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t t = 0; t < tasks; t++) {
+            if (!ok) continue;
+            int64_t o = t / blocks, j0 = (t % blocks) * NN_TILE_W;
+            fn(ctx, o, j0, inner - j0 < NN_TILE_W ? inner - j0 : NN_TILE_W, bufs);
+        }
+        for (int i = 0; i < n_buf; i++) free(bufs[i]);
+    }
+    return failed ? nn_nomem(op) : AMPC_OK;
+}
+
+/* Per column j of a (d, w) tile: the max and log-sum-exp. */
+void nn_tile_lse(const double *t, int64_t d, int64_t w, double *mx, double *lse) {
+    for (int64_t j = 0; j < w; j++) mx[j] = -INFINITY, lse[j] = 0;
+    for (int64_t r = 0; r < d; r++)
+        for (int64_t j = 0; j < w; j++) mx[j] = t[r * w + j] > mx[j] ? t[r * w + j] : mx[j];
+    for (int64_t r = 0; r < d; r++)
+        for (int64_t j = 0; j < w; j++) lse[j] += exp(t[r * w + j] - mx[j]);
+    for (int64_t j = 0; j < w; j++) lse[j] = mx[j] + log(lse[j]);
+}
+
+ampc_status nn_run_chunks(ampc_op op, int64_t numel, int n_buf, nn_chunk_fn fn, void *ctx) {
+    int64_t chunks = (numel + NN_CHUNK - 1) / NN_CHUNK;
+    bool failed = false;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nn_threads(numel))
+#endif
+    {
+        double *buf = (double *)malloc(sizeof(double) * (size_t)n_buf * NN_CHUNK);
+        if (!buf) nn_set_flag(&failed);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t k = 0; k < chunks; k++) {
+            if (!buf) continue;
+            int64_t i0 = k * NN_CHUNK;
+            fn(ctx, k, i0, numel - i0 < NN_CHUNK ? numel - i0 : NN_CHUNK, buf);
+        }
+        free(buf);
+    }
+    return failed ? nn_nomem(op) : AMPC_OK;
+}
+
 ampc_status nn_nomem(ampc_op op) {
     return ampc_set_error(AMPC_E_NOMEM, "%s: out of memory for the kernel's work buffers", ampc_op_name(op));
 }
@@ -104,5 +171,6 @@ void ampc_cpu_register_nn(void) {
     ampc_cpu_register_nn_norm();
     ampc_cpu_register_nn_softmax();
     ampc_cpu_register_nn_loss();
+    ampc_cpu_register_nn_loss_class();
     ampc_cpu_register_nn_misc();
 }

@@ -56,6 +56,27 @@ static inline void nn_store_tile(ampc_dtype dt, void *base, int64_t i0, int64_t 
     for (int64_t r = 0; r < d; r++) nn_store(dt, base, i0 + r * inner, 1, w, buf + r * w);
 }
 
+/* fn(ctx, o, j0, w, bufs): one tile, outer index o, columns [j0, j0 + w); bufs are this thread's
+ * n_buf scratch arrays, each room for a (D, w) tile and two more rows of NN_TILE_W. */
+typedef void (*tile_fn)(const void *ctx, int64_t o, int64_t j0, int64_t w, double **bufs);
+
+/* Runs fn over the (outer, D, inner) view in (D, NN_TILE_W) tiles, in parallel, each thread with
+ * n_buf (<= 4) scratch buffers; NOMEM naming op when a buffer cannot be had. */
+ampc_status nn_run_tiles(ampc_op op, int64_t outer, int64_t d, int64_t inner, int n_buf, tile_fn fn, const void *ctx);
+/* Per column j of a (d, w) tile: the max and log-sum-exp. */
+void nn_tile_lse(const double *t, int64_t d, int64_t w, double *mx, double *lse);
+
+/* Elements a chunk of a flat loop holds (nn_run_chunks): small enough for its double buffers to
+ * stay in cache. */
+#define NN_CHUNK 1024
+
+/* fn(ctx, k, i0, n, buf): chunk k of a flat loop, elements [i0, i0 + n) with n <= NN_CHUNK; buf
+ * is this thread's scratch of n_buf * NN_CHUNK doubles. */
+typedef void (*nn_chunk_fn)(void *ctx, int64_t k, int64_t i0, int64_t n, double *buf);
+/* Runs fn over the chunks of numel elements, in parallel; NOMEM naming op when a buffer cannot
+ * be had. */
+ampc_status nn_run_chunks(ampc_op op, int64_t numel, int n_buf, nn_chunk_fn fn, void *ctx);
+
 /* Threads a loop of `work` elements should use (1 below the grain). */
 static inline int nn_threads(int64_t work) {
 #ifdef _OPENMP
@@ -72,7 +93,8 @@ void ampc_cpu_register_nn_pool(void);    /* cpu_nn_pool.c: MAX/AVG/ADAPTIVE_AVG_
 void ampc_cpu_register_nn_norm(void);    /* cpu_nn_norm.c: BATCH_NORM_*, LAYER_NORM*, GROUP_NORM* */
 void ampc_cpu_register_nn_loss(void);    /* cpu_nn_loss.c: MSE, L1, SMOOTH_L1, BCE, BCE_WITH_LOGITS (+ backward) */
 void ampc_cpu_register_nn_misc(void);    /* cpu_nn_misc.c: EMBEDDING*, DROPOUT, MASKED_SCALE */
-void ampc_cpu_register_nn_softmax(void); /* cpu_nn_softmax.c: (LOG_)SOFTMAX*, ATTN_SOFTMAX, CROSS_ENTROPY*, NLL_LOSS* */
+void ampc_cpu_register_nn_softmax(void); /* cpu_nn_softmax.c: (LOG_)SOFTMAX*, ATTN_SOFTMAX */
+void ampc_cpu_register_nn_loss_class(void); /* cpu_nn_loss_class.c: CROSS_ENTROPY*, NLL_LOSS* */
 
 /* Raises a flag shared by the threads of a parallel loop (failures are reported after it). */
 static inline void nn_set_flag(bool *flag) {

@@ -15,7 +15,8 @@
 #include "cpu_backend.h"
 #include "cpu_nn_common.h"
 
-#define CHUNK 1024 /* elements per dropout task: a multiple of 4, so tasks start on a Philox block */
+/* dropout's chunks (nn_run_chunks) must start on a Philox block of 4 elements */
+_Static_assert(NN_CHUNK % 4 == 0, "NN_CHUNK must be a multiple of 4");
 
 /* ---------------------------------------------------------------- embedding */
 
@@ -99,69 +100,47 @@ static ampc_status cpu_embedding_backward(ampc_op op, const ampc_kernel_args *a)
 
 /* ---------------------------------------------------------------- dropout */
 
-static ampc_status cpu_dropout(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *x = a->in[0];
-    ampc_tensor *y = a->out[0], *mask = a->out[1];
-    int64_t n = ampc_numel(x), chunks = (n + CHUNK - 1) / CHUNK;
-    double p = ampc_scalar_to_double(a->scalars[0]), keep_p = 1 - p, scale = p < 1 ? 1 / (1 - p) : 0;
-    uint64_t seed = a->seed, block0 = a->offset / 4;
-    bool *mp = (bool *)ampc_data_ptr(mask);
-    bool failed = false;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nn_threads(n))
-#endif
-    {
-        double *buf = (double *)malloc(sizeof(double) * CHUNK);
-        if (!buf) nn_set_flag(&failed);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (int64_t k = 0; k < chunks; k++) {
-            if (!buf) continue;
-            int64_t i0 = k * CHUNK, m = n - i0 < CHUNK ? n - i0 : CHUNK;
-            nn_load(x->dtype, ampc_data_ptr(x), i0, 1, m, buf);
-            for (int64_t i = 0; i < m; i += 4) {
-                ampc_philox_block blk = ampc_philox_at(seed, block0 + (uint64_t)(i0 + i) / 4);
-                for (int64_t j = 0; j < 4 && i + j < m; j++) {
-                    bool keep = ampc_philox_u32(blk.w[j]) < keep_p;
-                    mp[i0 + i + j] = keep;
-                    buf[i + j] = keep ? buf[i + j] * scale : 0;
-                }
-            }
-            nn_store(y->dtype, ampc_data_ptr(y), i0, 1, m, buf);
+typedef struct dropout_ctx {
+    const ampc_tensor *x, *mask; /* masked_scale: the bool mask it reads */
+    ampc_tensor *y;
+    bool *mask_out; /* dropout: the keep mask it writes */
+    double keep_p, scale;
+    uint64_t seed, block0;
+} dropout_ctx;
+
+static void dropout_chunk(void *vctx, int64_t k, int64_t i0, int64_t m, double *buf) {
+    const dropout_ctx *c = (const dropout_ctx *)vctx;
+    nn_load(c->x->dtype, ampc_data_ptr(c->x), i0, 1, m, buf);
+    for (int64_t i = 0; i < m; i += 4) {
+        ampc_philox_block blk = ampc_philox_at(c->seed, c->block0 + (uint64_t)(i0 + i) / 4);
+        for (int64_t j = 0; j < 4 && i + j < m; j++) {
+            bool keep = ampc_philox_u32(blk.w[j]) < c->keep_p;
+            c->mask_out[i0 + i + j] = keep;
+            buf[i + j] = keep ? buf[i + j] * c->scale : 0;
         }
-        free(buf);
     }
-    return failed ? nn_nomem(op) : AMPC_OK;
+    nn_store(c->y->dtype, ampc_data_ptr(c->y), i0, 1, m, buf);
+}
+
+static ampc_status cpu_dropout(ampc_op op, const ampc_kernel_args *a) {
+    double p = ampc_scalar_to_double(a->scalars[0]);
+    dropout_ctx c = {.x = a->in[0], .y = a->out[0], .mask_out = (bool *)ampc_data_ptr(a->out[1]), .keep_p = 1 - p,
+                     .scale = p < 1 ? 1 / (1 - p) : 0, .seed = a->seed, .block0 = a->offset / 4};
+    return nn_run_chunks(op, ampc_numel(c.x), 1, dropout_chunk, &c);
+}
+
+static void masked_scale_chunk(void *vctx, int64_t k, int64_t i0, int64_t m, double *buf) {
+    const dropout_ctx *c = (const dropout_ctx *)vctx;
+    double *v = buf, *keep = buf + NN_CHUNK;
+    nn_load(c->x->dtype, ampc_data_ptr(c->x), i0, 1, m, v);
+    nn_load(c->mask->dtype, ampc_data_ptr(c->mask), i0, 1, m, keep);
+    for (int64_t i = 0; i < m; i++) v[i] = keep[i] != 0 ? v[i] * c->scale : 0;
+    nn_store(c->y->dtype, ampc_data_ptr(c->y), i0, 1, m, v);
 }
 
 static ampc_status cpu_masked_scale(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *x = a->in[0], *mask = a->in[1];
-    ampc_tensor *y = a->out[0];
-    int64_t n = ampc_numel(x), chunks = (n + CHUNK - 1) / CHUNK;
-    double scale = ampc_scalar_to_double(a->scalars[0]);
-    bool failed = false;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nn_threads(n))
-#endif
-    {
-        double *buf = (double *)malloc(sizeof(double) * 2 * CHUNK);
-        if (!buf) nn_set_flag(&failed);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (int64_t k = 0; k < chunks; k++) {
-            if (!buf) continue;
-            int64_t i0 = k * CHUNK, m = n - i0 < CHUNK ? n - i0 : CHUNK;
-            double *v = buf, *keep = buf + CHUNK;
-            nn_load(x->dtype, ampc_data_ptr(x), i0, 1, m, v);
-            nn_load(mask->dtype, ampc_data_ptr(mask), i0, 1, m, keep);
-            for (int64_t i = 0; i < m; i++) v[i] = keep[i] != 0 ? v[i] * scale : 0;
-            nn_store(y->dtype, ampc_data_ptr(y), i0, 1, m, v);
-        }
-        free(buf);
-    }
-    return failed ? nn_nomem(op) : AMPC_OK;
+    dropout_ctx c = {.x = a->in[0], .mask = a->in[1], .y = a->out[0], .scale = ampc_scalar_to_double(a->scalars[0])};
+    return nn_run_chunks(op, ampc_numel(c.x), 2, masked_scale_chunk, &c);
 }
 
 void ampc_cpu_register_nn_misc(void) {

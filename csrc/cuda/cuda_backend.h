@@ -107,7 +107,8 @@ void ampc_cuda_register_index(void);        /* cuda_index.cu: INDEX, EMBEDDING, 
 void ampc_cuda_register_random(void);       /* cuda_random.cu: RANDOM, DROPOUT, MASKED_SCALE */
 void ampc_cuda_register_nn_conv_pool(void); /* cuda_nn_conv_pool.cu: IM2COL, COL2IM, pools */
 void ampc_cuda_register_nn_norm(void);      /* cuda_nn_norm.cu: batch, layer, group norm */
-void ampc_cuda_register_nn_softmax(void);   /* cuda_nn_softmax.cu: softmax family, cross entropy, nll */
+void ampc_cuda_register_nn_softmax(void);   /* cuda_nn_softmax.cu: the softmax family */
+void ampc_cuda_register_nn_loss_class(void); /* cuda_nn_loss_class.cu: cross entropy, nll */
 void ampc_cuda_register_nn_loss(void);      /* cuda_nn_loss.cu: the elementwise losses and their backward */
 void ampc_cuda_register_amp(void);          /* cuda_amp.cu: AMP, MULTI_TENSOR */
 void ampc_cuda_register_optim(void);        /* cuda_optim.cu: OPTIM */

@@ -9,6 +9,7 @@
  * float for fp32/fp16/bf16 operands of one dtype, double for fp64 and for mixed dtypes. A BCE
  * input outside [0, 1] is reported through the device error word (raised at the next
  * synchronisation; the CPU raises at once). */
+#include "../core/kernel_args.h"
 #include "../core/loss_math.h"
 #include "cuda_nn_rows.cuh"
 
@@ -123,30 +124,14 @@ static void set_operand(const ampc_tensor *t, const void **ptr, int *dt) {
     *dt = t ? (int)t->dtype : -1;
 }
 
-/* Forward: in[0] input, in[1] target, in[2] weight?, in[3] pos_weight? -> out[0] loss (the
- * input's shape, or 0-dim when reduced); ints[0] reduction; scalars[0] beta. Backward: in[0] grad
- * loss, in[1..4] as forward -> out[0] grad input?, out[1] grad target?. */
-static ampc_status cuda_loss(ampc_op op, const ampc_kernel_args *a) {
-    bool backward = op >= AMPC_OP_MSE_LOSS_BACKWARD && op <= AMPC_OP_BCE_WITH_LOGITS_LOSS_BACKWARD;
-    const ampc_tensor *const *in = backward ? a->in + 1 : a->in;
-    const ampc_tensor *x = in[0];
-    ampc_cuda_guard guard(x);
-    loss_params p;
-    memset(&p, 0, sizeof p);
-    set_operand(in[0], &p.x, &p.x_dt);
-    set_operand(in[1], &p.t, &p.t_dt);
-    set_operand(in[2], &p.w, &p.w_dt);
-    set_operand(in[3], &p.pw, &p.pw_dt);
-    set_operand(backward ? a->in[0] : NULL, &p.g, &p.g_dt);
-    set_operand(a->out[0], (const void **)&p.out, &p.out_dt);
-    set_operand(backward ? a->out[1] : NULL, (const void **)&p.gt, &p.gt_dt);
+/* Runs a loss or its backward on p, whose operands are set: typed loads when every operand
+ * present has one storage type (the common case), run-time dtypes otherwise. */
+static ampc_status loss_run(loss_params &p, ampc_op op, bool backward, const ampc_tensor *x) {
     p.kind = (int)(op - (backward ? AMPC_OP_MSE_LOSS_BACKWARD : AMPC_OP_MSE_LOSS));
-    p.reduction = (int)a->ints[0], p.op = (int)op;
-    p.beta = ampc_scalar_to_double(a->scalars[0]);
+    p.op = (int)op;
     p.n = ampc_numel(x);
     if (op == AMPC_OP_BCE_LOSS) p.err = ampc_cuda_error_word((int)x->device.index); /* only BCE checks data */
     if (!p.out && !p.gt) return AMPC_OK;
-    /* One storage type for every operand present (the common case) compiles to typed loads. */
     int dts[7] = {p.x_dt, p.t_dt, p.w_dt, p.pw_dt, p.g_dt, p.out_dt, p.gt_dt};
     bool same = true;
     for (int i = 0; i < 7; i++) same = same && (dts[i] < 0 || dts[i] == p.x_dt);
@@ -164,10 +149,49 @@ static ampc_status cuda_loss(ampc_op op, const ampc_kernel_args *a) {
     return loss_launch<nn_dyn, double>(p, backward, dev, stream);
 }
 
+static void set_operands(loss_params *p, const ampc_tensor *x, const ampc_tensor *t, const ampc_tensor *w,
+                         const ampc_tensor *pw, ampc_reduction reduction, double beta) {
+    memset(p, 0, sizeof *p);
+    set_operand(x, &p->x, &p->x_dt);
+    set_operand(t, &p->t, &p->t_dt);
+    set_operand(w, &p->w, &p->w_dt);
+    set_operand(pw, &p->pw, &p->pw_dt);
+    p->reduction = (int)reduction, p->beta = beta;
+}
+
+/* MSE_LOSS ... BCE_WITH_LOGITS_LOSS (schema pointwise_loss, core/ops.def). */
+static ampc_status cuda_loss(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_pointwise_loss_args *a = ampc_args_pointwise_loss(args);
+    if (!a) return ampc_last_status();
+    ampc_cuda_guard guard(a->input);
+    loss_params p;
+    set_operands(&p, a->input, a->target, a->weight, a->pos_weight, a->reduction, a->beta);
+    set_operand(NULL, &p.g, &p.g_dt);
+    set_operand(a->loss, (const void **)&p.out, &p.out_dt);
+    set_operand(NULL, (const void **)&p.gt, &p.gt_dt);
+    return loss_run(p, op, false, a->input);
+}
+
+/* Their backward (schema pointwise_loss_backward). */
+static ampc_status cuda_loss_backward(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_pointwise_loss_backward_args *a = ampc_args_pointwise_loss_backward(args);
+    if (!a) return ampc_last_status();
+    ampc_cuda_guard guard(a->input);
+    loss_params p;
+    set_operands(&p, a->input, a->target, a->weight, a->pos_weight, a->reduction, a->beta);
+    set_operand(a->grad_loss, &p.g, &p.g_dt);
+    set_operand(a->grad_input, (const void **)&p.out, &p.out_dt);
+    set_operand(a->grad_target, (const void **)&p.gt, &p.gt_dt);
+    return loss_run(p, op, true, a->input);
+}
+
 extern "C" void ampc_cuda_register_nn_loss(void) {
-    static const ampc_op ops[] = {
-        AMPC_OP_MSE_LOSS,          AMPC_OP_L1_LOSS,          AMPC_OP_SMOOTH_L1_LOSS,          AMPC_OP_BCE_LOSS,
-        AMPC_OP_BCE_WITH_LOGITS_LOSS, AMPC_OP_MSE_LOSS_BACKWARD, AMPC_OP_L1_LOSS_BACKWARD, AMPC_OP_SMOOTH_L1_LOSS_BACKWARD,
-        AMPC_OP_BCE_LOSS_BACKWARD, AMPC_OP_BCE_WITH_LOGITS_LOSS_BACKWARD};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) ampc_register_kernel(AMPC_CUDA, ops[i], cuda_loss);
+    static const ampc_op fwd[] = {AMPC_OP_MSE_LOSS, AMPC_OP_L1_LOSS, AMPC_OP_SMOOTH_L1_LOSS, AMPC_OP_BCE_LOSS,
+                                  AMPC_OP_BCE_WITH_LOGITS_LOSS};
+    static const ampc_op bwd[] = {AMPC_OP_MSE_LOSS_BACKWARD, AMPC_OP_L1_LOSS_BACKWARD, AMPC_OP_SMOOTH_L1_LOSS_BACKWARD,
+                                  AMPC_OP_BCE_LOSS_BACKWARD, AMPC_OP_BCE_WITH_LOGITS_LOSS_BACKWARD};
+    for (int i = 0; i < 5; i++) {
+        ampc_register_kernel(AMPC_CUDA, fwd[i], cuda_loss);
+        ampc_register_kernel(AMPC_CUDA, bwd[i], cuda_loss_backward);
+    }
 }

@@ -181,6 +181,7 @@ void ampc_cuda_register(void) {
     ampc_cuda_register_nn_norm();
     ampc_cuda_register_nn_softmax();
     ampc_cuda_register_nn_loss();
+    ampc_cuda_register_nn_loss_class();
     ampc_cuda_register_amp();
     ampc_cuda_register_optim();
     if (device_count == 0) return;

@@ -7,7 +7,7 @@
  *   dispatch.h  the op table (ops.def) and kernel registry
  *   ops.h       math frontends: elementwise, reductions, matmul, indexing, random
  *   amp.h       the GradScaler's unscale + check and scale update
- *   autocast.h  autocast state, the cast policy table (autocast_policy.def), the weight cache
+ *   autocast.h  autocast state (policies: the AUTOCAST column of ops.def), the weight cache
  *   multi_tensor.h  one-call ops over lists of tensors (the total norm of clip_grad_norm_)
  *   optim.h     the fused optimizer steps (SGD, Adam/AdamW, Adadelta, RMSprop, Adagrad) */
 #ifndef AMPC_H

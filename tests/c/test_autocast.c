@@ -24,11 +24,12 @@ static void region_end(void) {
 }
 
 CTEST(autocast_rows_by_name) {
-    CHECK(ampc_autocast_find_op("mm") == AMPC_AC_MM);
-    CHECK(ampc_autocast_find_op("not_an_op") == -1);
-    CHECK(ampc_autocast_op_policy(AMPC_AC_SUM) == AMPC_AC_POLICY_FP32_DTYPE);
+    CHECK(ampc_op_find("mm") == AMPC_OP_MM);
+    CHECK(ampc_op_find("not_an_op") == -1);
+    CHECK(ampc_op_autocast_policy(AMPC_OP_SUM) == AMPC_AC_POLICY_FP32_DTYPE);
+    CHECK(ampc_op_autocast_policy(AMPC_OP_NEG) == AMPC_AC_POLICY_NONE);
     /* every row has a distinct name */
-    for (int i = 0; i < AMPC_AC_NUM_OPS; i++) CHECK(ampc_autocast_find_op(ampc_autocast_op_name((ampc_autocast_op)i)) == i);
+    for (int i = 0; i < AMPC_NUM_OPS; i++) CHECK(ampc_op_find(ampc_op_name((ampc_op)i)) == i);
 }
 
 CTEST(autocast_policies_output_dtypes) {
@@ -92,7 +93,7 @@ CTEST(autocast_cuda_ban) {
     t->device.type = AMPC_CUDA;
     ampc_autocast_set_enabled(AMPC_CUDA, true);
     ampc_autocast_scope ac;
-    int r = ampc_autocast_enter(AMPC_AC_BINARY_CROSS_ENTROPY, 2, (const ampc_tensor *[]){p, t}, false, &ac);
+    int r = ampc_autocast_enter(AMPC_OP_BCE_LOSS, 2, (const ampc_tensor *[]){p, t}, false, &ac);
     ampc_autocast_set_enabled(AMPC_CUDA, false);
     CHECK(r == -1 && ampc_last_status() == AMPC_E_RUNTIME);
     CHECK(strstr(ampc_last_error(), "are unsafe to autocast") != NULL);
@@ -101,7 +102,7 @@ CTEST(autocast_cuda_ban) {
     /* on the CPU the same row runs in fp32 (PyTorch's CPU list) */
     ampc_autocast_set_enabled(AMPC_CPU, true);
     ampc_tensor *ph = ampc_to(p, AMPC_FLOAT16, cpu, false);
-    r = ampc_autocast_enter(AMPC_AC_BINARY_CROSS_ENTROPY, 2, (const ampc_tensor *[]){ph, t}, false, &ac);
+    r = ampc_autocast_enter(AMPC_OP_BCE_LOSS, 2, (const ampc_tensor *[]){ph, t}, false, &ac);
     CHECK(r == 1 && ac.t[0]->dtype == AMPC_FLOAT32);
     if (r == 1) ampc_autocast_exit(&ac, NULL);
     ampc_autocast_set_enabled(AMPC_CPU, false);

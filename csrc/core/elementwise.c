@@ -69,7 +69,7 @@ typedef struct ew_call {
     ampc_op op;
     int n_in;
     const ampc_tensor *in[3];
-    ampc_scalar params[2]; /* ADD/SUB: alpha; CLAMP: min, max; SOFTPLUS: beta, threshold */
+    ampc_scalar params[2]; /* ADD/SUB: alpha; CLAMP: min, max; BIND_PARAMS2 rows: their two */
     int64_t mode;          /* DIV: 0 true, 1 trunc, 2 floor; GELU: 0 exact, 1 tanh; ROUND: decimals */
 } ew_call;
 
@@ -331,7 +331,7 @@ static void choose_form(const ew_call *c, ampc_dtype compute, ampc_elementwise_a
         }
         break;
     default:
-        /* ops with two float parameters (softplus, hardtanh, ...) keep them in params[0..1] */
+        /* the BIND_PARAMS2 rows of ops.def keep their two parameters in params[0..1] */
         e->p0 = c->params[0];
         e->p1 = c->params[1];
         break;

@@ -20,8 +20,8 @@ extern "C" {
  * float dtype as PyTorch does. */
 ampc_tensor *ampc_unary(ampc_op op, const ampc_tensor *a);
 ampc_tensor *ampc_gelu(const ampc_tensor *a, bool tanh_approximation);
-/* An elementwise op with two float parameters (softplus's beta and threshold, hardtanh's
- * bounds, a fused backward's): unary rows take a only, binary rows a and b. */
+/* An elementwise op with two float parameters (the BIND_PARAMS2 rows of ops.def, and the fused
+ * backward rows their gradients use): unary rows take a only, binary rows a and b. */
 ampc_tensor *ampc_elementwise_params(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar p0,
                                      ampc_scalar p1);
 ampc_status ampc_elementwise_params_(ampc_op op, ampc_tensor *a, ampc_scalar p0, ampc_scalar p1);

@@ -624,7 +624,7 @@ __global__ void embedding_backward_rows_kernel(const T *grad, const int64_t *ord
 }
 
 /* grad (n, D), indices (n) -> grad weight (V, D) of grad's dtype;
- * padding_idx (-1: none), ints[1] scale_grad_by_freq. */
+ * padding_idx (-1: none), scale_grad_by_freq. */
 static ampc_status cuda_embedding_backward(ampc_op op, const ampc_kernel_args *args) {
     const ampc_embedding_backward_args *a = ampc_args_embedding_backward(args);
     if (!a) return ampc_last_status();

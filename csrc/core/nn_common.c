@@ -95,18 +95,6 @@ ampc_status nn_dispatch(ampc_op op, const ampc_kernel_args *a) {
     return any ? ampc_dispatch(op, a) : AMPC_OK;
 }
 
-ampc_status nn_dispatch_1to1(ampc_op op, ampc_tensor *out, const ampc_tensor *in, int n_ints, const int64_t *ints) {
-    ampc_kernel_args a;
-    nn_args_init(&a);
-    a.out[0] = out;
-    a.n_out = 1;
-    a.in[0] = in;
-    a.n_in = 1;
-    if (n_ints) memcpy(a.ints, ints, sizeof(int64_t) * (size_t)n_ints);
-    a.n_ints = n_ints;
-    return nn_dispatch(op, &a);
-}
-
 ampc_tensor *nn_sum_to(const ampc_tensor *grad, int ndim, const int64_t *shape) {
     int lead = grad->ndim - ndim;
     int64_t dims[AMPC_MAX_DIMS];

@@ -66,8 +66,5 @@ ampc_status nn_first_order_only(const struct ampc_node *node);
 
 /* Runs one NN kernel unless there is nothing to compute (every output empty). */
 ampc_status nn_dispatch(ampc_op op, const ampc_kernel_args *a);
-/* The same for the many one-input one-output kernels whose parameters are n_ints ints
- * (im2col/col2im, the pools): builds the argument bag so callers need not. */
-ampc_status nn_dispatch_1to1(ampc_op op, ampc_tensor *out, const ampc_tensor *in, int n_ints, const int64_t *ints);
 
 #endif

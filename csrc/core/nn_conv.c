@@ -117,13 +117,14 @@ static ampc_conv_params as_2d(const ampc_conv_params *p, int spatial) {
     return q;
 }
 
-/* IM2COL and COL2IM (inverse layouts of each other) both take the convolution's geometry as
- * ints: kh, kw, stride, pad_lo, dilation (h, w each), oh, ow. */
+/* IM2COL and COL2IM (inverse layouts of each other) both take the convolution's geometry: kernel,
+ * stride, top/left padding, dilation and output size. */
 static ampc_status dispatch_cols_op(ampc_op op, ampc_tensor *out, const ampc_tensor *in, const ampc_conv_params *p,
                                     const conv_dims *d) {
-    int64_t v[10] = {d->kh, d->kw, p->stride[0], p->stride[1], p->pad_lo[0], p->pad_lo[1],
-                     p->dilation[0], p->dilation[1], d->oh, d->ow};
-    return nn_dispatch_1to1(op, out, in, 10, v);
+    ampc_im2col_args a = {.out = out, .in = in, .kernel = {d->kh, d->kw}, .stride = {p->stride[0], p->stride[1]},
+                          .padding = {p->pad_lo[0], p->pad_lo[1]}, .dilation = {p->dilation[0], p->dilation[1]},
+                          .out_size = {d->oh, d->ow}};
+    return ampc_numel(out) > 0 ? ampc_dispatch_im2col(op, &a) : AMPC_OK;
 }
 
 /* 1x1, stride 1, no padding: the input is its own column matrix. */

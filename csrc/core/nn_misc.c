@@ -116,11 +116,8 @@ ampc_tensor *ampc_embedding(const ampc_tensor *weight, const ampc_tensor *indice
     ampc_tensor *y2 = y ? nn_reshape_view(y, 2, flat) : NULL;
     ampc_status st = y2 ? AMPC_OK : ampc_last_status();
     if (st == AMPC_OK) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = y2, a.n_out = 1;
-        a.in[0] = w, a.in[1] = idx, a.n_in = 2;
-        st = ampc_numel(idx) > 0 ? ampc_dispatch(AMPC_OP_EMBEDDING, &a) : AMPC_OK;
+        ampc_embedding_args a = {.out = y2, .weight = w, .indices = idx};
+        st = ampc_numel(idx) > 0 ? ampc_dispatch_embedding(AMPC_OP_EMBEDDING, &a) : AMPC_OK;
     }
     ampc_tensor *tmp[3] = {w, idx, y2};
     nn_release(3, tmp);
@@ -153,12 +150,9 @@ ampc_tensor *ampc_embedding_backward(const ampc_tensor *grad_out, const ampc_ten
     ampc_tensor *gw = idx ? ampc_empty(2, ws, grad_out->dtype, grad_out->device) : NULL;
     ampc_status st = gw ? AMPC_OK : ampc_last_status();
     if (st == AMPC_OK) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = gw, a.n_out = 1;
-        a.in[0] = g, a.in[1] = idx, a.n_in = 2;
-        a.ints[0] = pad, a.ints[1] = scale_grad_by_freq, a.n_ints = 2;
-        st = nn_dispatch(AMPC_OP_EMBEDDING_BACKWARD, &a);
+        ampc_embedding_backward_args a = {.grad_weight = gw, .grad = g, .indices = idx, .padding_idx = pad,
+                                          .scale_grad_by_freq = scale_grad_by_freq};
+        st = ampc_numel(gw) > 0 ? ampc_dispatch_embedding_backward(AMPC_OP_EMBEDDING_BACKWARD, &a) : AMPC_OK;
     }
     ampc_tensor *tmp[3] = {gc, g, idx};
     nn_release(3, tmp);
@@ -199,13 +193,9 @@ static ampc_tensor *dropout_forward(const ampc_tensor *input, double p, ampc_ten
     *mask = y ? ampc_empty(input->ndim, input->shape, AMPC_BOOL, input->device) : NULL;
     ampc_status st = *mask ? AMPC_OK : ampc_last_status();
     if (st == AMPC_OK && ampc_numel(x) > 0) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = y, a.out[1] = *mask, a.n_out = 2;
-        a.in[0] = x, a.n_in = 1;
-        a.scalars[0] = ampc_scalar_float(p);
+        ampc_dropout_args a = {.y = y, .mask = *mask, .x = x, .p = p};
         ampc_philox_reserve(input->device, (uint64_t)ampc_numel(x), &a.seed, &a.offset);
-        st = ampc_dispatch(AMPC_OP_DROPOUT, &a);
+        st = ampc_dispatch_dropout(AMPC_OP_DROPOUT, &a);
     }
     ampc_tensor_decref(x);
     if (st != AMPC_OK) {
@@ -254,12 +244,9 @@ ampc_tensor *ampc_masked_scale(const ampc_tensor *grad, const ampc_tensor *mask,
     ampc_tensor *g = ampc_contiguous(grad), *m = g ? ampc_contiguous(mask) : NULL;
     ampc_tensor *y = m ? ampc_empty(grad->ndim, grad->shape, grad->dtype, grad->device) : NULL;
     if (y) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = y, a.n_out = 1;
-        a.in[0] = g, a.in[1] = m, a.n_in = 2;
-        a.scalars[0] = ampc_scalar_float(scale);
-        if (nn_dispatch(AMPC_OP_MASKED_SCALE, &a) != AMPC_OK) y = (ampc_tensor_decref(y), NULL);
+        ampc_masked_scale_args a = {.out = y, .x = g, .mask = m, .scale = scale};
+        if (ampc_numel(y) > 0 && ampc_dispatch_masked_scale(AMPC_OP_MASKED_SCALE, &a) != AMPC_OK)
+            y = (ampc_tensor_decref(y), NULL);
     }
     ampc_tensor_decref(g), ampc_tensor_decref(m);
     return y;

@@ -89,12 +89,12 @@ static ampc_status saved_norm_tensors(ampc_node *node, const ampc_tensor **x, co
 
 /* Layer norm and group norm run the same forward once their checks have passed: the input viewed
  * with a flat shape, y and the float statistics allocated, one kernel, and a node that saves
- * (input, mean, rstd[, weight]). They differ only in the shapes, the op, the kernel's int
- * (num_groups; none for layer norm) and the int the node keeps for backward. */
+ * (input, mean, rstd[, weight]). They differ only in the shapes, the op, num_groups (group norm
+ * only) and the int the node keeps for backward. */
 static ampc_tensor *stats_norm_forward(ampc_op op, const ampc_grad_rule *rule, const ampc_tensor *input,
                                        const ampc_tensor *weight, const ampc_tensor *bias, double eps, int flat_nd,
                                        const int64_t *flat_shape, int stats_nd, const int64_t *stats_shape,
-                                       int n_kernel_ints, int64_t kernel_int, int64_t node_int, ampc_tensor **mean,
+                                       int64_t groups, int64_t node_int, ampc_tensor **mean,
                                        ampc_tensor **rstd) {
     ampc_tensor *x = flat_view(input, flat_nd, flat_shape), *w = NULL, *b = NULL, *y = NULL, *yf = NULL;
     ampc_status st = x ? AMPC_OK : ampc_last_status();
@@ -108,13 +108,14 @@ static ampc_tensor *stats_norm_forward(ampc_op op, const ampc_grad_rule *rule, c
         if (!*rstd) st = ampc_last_status();
     }
     if (st == AMPC_OK) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = yf, a.out[1] = *mean, a.out[2] = *rstd, a.n_out = 3;
-        a.in[0] = x, a.in[1] = w, a.in[2] = b, a.n_in = 3;
-        a.ints[0] = kernel_int, a.n_ints = n_kernel_ints;
-        a.scalars[0] = ampc_scalar_float(eps);
-        st = nn_dispatch(op, &a);
+        bool any = ampc_numel(yf) > 0 || ampc_numel(*mean) > 0 || ampc_numel(*rstd) > 0;
+        if (any && op == AMPC_OP_GROUP_NORM)
+            st = ampc_dispatch_group_norm(op, &(ampc_group_norm_args){.y = yf, .mean = *mean, .rstd = *rstd, .x = x,
+                                                                      .weight = w, .bias = b, .groups = groups,
+                                                                      .eps = eps});
+        else if (any)
+            st = ampc_dispatch_layer_norm(op, &(ampc_layer_norm_args){.y = yf, .mean = *mean, .rstd = *rstd, .x = x,
+                                                                      .weight = w, .bias = b, .eps = eps});
     }
     ampc_tensor *tmp[4] = {x, w, b, yf};
     nn_release(4, tmp);
@@ -184,13 +185,9 @@ ampc_tensor *ampc_native_batch_norm(const ampc_tensor *input, ampc_tensor *runni
         inv = mean ? ampc_empty(1, cs, nn_stats_dtype(input->dtype), input->device) : NULL;
         if (!inv) st = ampc_last_status();
         if (st == AMPC_OK && c > 0) {
-            ampc_kernel_args a;
-            nn_args_init(&a);
-            a.out[0] = mean, a.out[1] = inv, a.out[2] = running_mean, a.out[3] = running_var, a.n_out = 4;
-            a.in[0] = x, a.n_in = 1;
-            a.scalars[0] = ampc_scalar_float(eps);
-            a.scalars[1] = ampc_scalar_float(momentum);
-            st = ampc_dispatch(AMPC_OP_BATCH_NORM_STATS, &a);
+            ampc_batch_norm_stats_args a = {.mean = mean, .invstd = inv, .running_mean = running_mean,
+                                            .running_var = running_var, .x = x, .eps = eps, .momentum = momentum};
+            st = ampc_dispatch_batch_norm_stats(AMPC_OP_BATCH_NORM_STATS, &a);
         }
     } else if (st == AMPC_OK) {
         mean = running_mean, inv = running_var;
@@ -198,13 +195,11 @@ ampc_tensor *ampc_native_batch_norm(const ampc_tensor *input, ampc_tensor *runni
     }
     if (st == AMPC_OK) {
         ampc_tensor *y3 = nn_reshape_view(y, 3, shape3);
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = y3, a.n_out = 1;
-        a.in[0] = x, a.in[1] = mean, a.in[2] = inv, a.in[3] = w, a.in[4] = b, a.n_in = 5;
-        a.ints[0] = !training, a.n_ints = 1;
-        a.scalars[0] = ampc_scalar_float(eps);
-        st = y3 ? nn_dispatch(AMPC_OP_BATCH_NORM_APPLY, &a) : ampc_last_status();
+        ampc_batch_norm_apply_args a = {.y = y3, .x = x, .mean = mean, .invstd = inv, .weight = w, .bias = b,
+                                        .is_var = !training, .eps = eps};
+        st = !y3                    ? ampc_last_status()
+             : ampc_numel(y3) > 0 ? ampc_dispatch_batch_norm_apply(AMPC_OP_BATCH_NORM_APPLY, &a)
+                                  : AMPC_OK;
         ampc_tensor_decref(y3);
     }
     ampc_tensor *tmp[3] = {x, w, b};
@@ -254,13 +249,10 @@ ampc_status ampc_native_batch_norm_backward(const ampc_tensor *grad_out, const a
     ampc_status st = x ? nn_contig(weight, &w) : ampc_last_status();
     if (st == AMPC_OK) st = alloc_grads(input, 3, shape3, weight, c, need, input->dtype, &gx, &gw, &gb);
     if (st == AMPC_OK) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = gx, a.out[1] = gw, a.out[2] = gb, a.n_out = 3;
-        a.in[0] = g, a.in[1] = x, a.in[2] = save_mean, a.in[3] = save_invstd, a.in[4] = w, a.n_in = 5;
-        a.ints[0] = !training, a.ints[1] = training, a.n_ints = 2;
-        a.scalars[0] = ampc_scalar_float(eps);
-        st = ampc_numel(x) > 0 || c > 0 ? ampc_dispatch(AMPC_OP_BATCH_NORM_BACKWARD, &a) : AMPC_OK;
+        ampc_batch_norm_backward_args a = {.grad_x = gx, .grad_weight = gw, .grad_bias = gb, .grad_y = g, .x = x,
+                                           .mean = save_mean, .invstd = save_invstd, .weight = w,
+                                           .is_var = !training, .eps = eps, .training = training};
+        st = ampc_numel(x) > 0 || c > 0 ? ampc_dispatch_batch_norm_backward(AMPC_OP_BATCH_NORM_BACKWARD, &a) : AMPC_OK;
     }
     ampc_tensor *tmp[3] = {g, x, w};
     nn_release(3, tmp);
@@ -328,8 +320,8 @@ ampc_tensor *ampc_native_layer_norm(const ampc_tensor *input, int n_norm, const 
     int64_t m, d;
     if (layer_norm_check(input, n_norm, normalized_shape, weight, bias, &m, &d) != AMPC_OK) return NULL;
     int64_t shape2[2] = {m, d}, ms[1] = {m};
-    return stats_norm_forward(AMPC_OP_LAYER_NORM, &layer_norm_rule, input, weight, bias, eps, 2, shape2, 1, ms, 0, 0,
-                              n_norm, mean, rstd);
+    return stats_norm_forward(AMPC_OP_LAYER_NORM, &layer_norm_rule, input, weight, bias, eps, 2, shape2, 1, ms, 0, n_norm,
+                              mean, rstd);
 }
 
 ampc_tensor *ampc_layer_norm(const ampc_tensor *input, int n_norm, const int64_t *normalized_shape,
@@ -357,17 +349,15 @@ ampc_status ampc_native_layer_norm_backward(const ampc_tensor *grad_out, const a
     ampc_status st = x ? nn_contig(weight, &w) : ampc_last_status();
     if (st == AMPC_OK) st = alloc_grads(input, 2, shape2, weight, d, need, input->dtype, &gx, &gw, &gb);
     if (st == AMPC_OK) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = gx, a.out[1] = gw, a.out[2] = gb, a.n_out = 3;
-        a.in[0] = g, a.in[1] = x, a.in[2] = mean, a.in[3] = rstd, a.in[4] = w, a.n_in = 5;
+        ampc_norm_backward_args a = {.grad_x = gx, .grad_weight = gw, .grad_bias = gb, .grad_y = g, .x = x,
+                                     .mean = mean, .rstd = rstd, .weight = w};
         bool params_nonempty = d > 0 && (gw || gb);
         if (m * d > 0 || params_nonempty) {
             if (m == 0) { /* no rows: parameter grads are zero */
                 if (gw) st = ampc_zero_(gw);
                 if (gb && st == AMPC_OK) st = ampc_zero_(gb);
             } else {
-                st = ampc_dispatch(AMPC_OP_LAYER_NORM_BACKWARD, &a);
+                st = ampc_dispatch_norm_backward(AMPC_OP_LAYER_NORM_BACKWARD, &a);
             }
         }
     }
@@ -432,7 +422,7 @@ ampc_tensor *ampc_native_group_norm(const ampc_tensor *input, int64_t num_groups
     int64_t shape3[3];
     if (group_norm_check(input, num_groups, weight, bias, shape3) != AMPC_OK) return NULL;
     int64_t ss[2] = {shape3[0], num_groups};
-    return stats_norm_forward(AMPC_OP_GROUP_NORM, &group_norm_rule, input, weight, bias, eps, 3, shape3, 2, ss, 1,
+    return stats_norm_forward(AMPC_OP_GROUP_NORM, &group_norm_rule, input, weight, bias, eps, 3, shape3, 2, ss,
                               num_groups, num_groups, mean, rstd);
 }
 
@@ -462,12 +452,9 @@ ampc_status ampc_native_group_norm_backward(const ampc_tensor *grad_out, const a
     if (st == AMPC_OK) st = nn_contig(rstd, &rc);
     if (st == AMPC_OK) st = alloc_grads(input, 3, shape3, weight, shape3[1], need, input->dtype, &gx, &gw, &gb);
     if (st == AMPC_OK && shape3[1] > 0) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = gx, a.out[1] = gw, a.out[2] = gb, a.n_out = 3;
-        a.in[0] = g, a.in[1] = x, a.in[2] = mc, a.in[3] = rc, a.in[4] = w, a.n_in = 5;
-        a.ints[0] = num_groups, a.n_ints = 1;
-        st = ampc_dispatch(AMPC_OP_GROUP_NORM_BACKWARD, &a);
+        ampc_norm_backward_args a = {.grad_x = gx, .grad_weight = gw, .grad_bias = gb, .grad_y = g, .x = x,
+                                     .mean = mc, .rstd = rc, .weight = w, .groups = num_groups};
+        st = ampc_dispatch_norm_backward(AMPC_OP_GROUP_NORM_BACKWARD, &a);
     }
     ampc_tensor *tmp[5] = {g, x, w, mc, rc};
     nn_release(5, tmp);

@@ -107,11 +107,6 @@ static const int64_t *or_default(const int64_t *s, const int64_t *dflt) {
     return (!s || (s[0] == 0 && s[1] == 0)) ? dflt : s;
 }
 
-static void set_ints(ampc_kernel_args *a, int n, const int64_t *v) {
-    if (n) memcpy(a->ints, v, sizeof(int64_t) * (size_t)n);
-    a->n_ints = n;
-}
-
 static ampc_node_attrs ints_attrs(int n, const int64_t *v) {
     ampc_node_attrs attrs;
     memset(&attrs, 0, sizeof attrs);
@@ -143,9 +138,28 @@ static ampc_status grad_views(const char *name, const ampc_tensor *grad_out, int
     return AMPC_OK;
 }
 
-/* Runs a one-input one-output pooling kernel (src -> dst) with ints; steals dst on failure. */
-static ampc_tensor *run_pool(ampc_op op, const ampc_tensor *src, ampc_tensor *dst, int n_ints, const int64_t *ints) {
-    if (nn_dispatch_1to1(op, dst, src, n_ints, ints) != AMPC_OK) {
+/* The avg_pool2d geometry (tensors left for run_pool). */
+static ampc_avg_pool2d_args avg_geom(const int64_t kernel[2], const int64_t s[2], const int64_t padding[2],
+                                     bool count_include_pad, int64_t divisor_override) {
+    ampc_avg_pool2d_args a = {.kernel = {kernel[0], kernel[1]}, .stride = {s[0], s[1]},
+                              .padding = {padding[0], padding[1]}, .count_include_pad = count_include_pad,
+                              .divisor_override = divisor_override};
+    return a;
+}
+
+/* Runs an avg pooling kernel (geom) or, geom NULL, an adaptive one, src -> dst; steals dst on failure. */
+static ampc_tensor *run_pool(ampc_op op, const ampc_tensor *src, ampc_tensor *dst, const ampc_avg_pool2d_args *geom) {
+    ampc_status st = AMPC_OK;
+    if (dst && ampc_numel(dst) > 0) {
+        if (geom) {
+            ampc_avg_pool2d_args a = *geom;
+            a.out = dst, a.in = src;
+            st = ampc_dispatch_avg_pool2d(op, &a);
+        } else {
+            st = ampc_dispatch_adaptive_pool2d(op, &(ampc_adaptive_pool2d_args){.out = dst, .in = src});
+        }
+    }
+    if (st != AMPC_OK) {
         ampc_tensor_decref(dst);
         return NULL;
     }
@@ -177,13 +191,10 @@ ampc_status ampc_max_pool2d(const ampc_tensor *input, const int64_t kernel[2], c
     ampc_tensor *y = st == AMPC_OK ? pool_output(x4, oh, ow, input->dtype) : NULL;
     ampc_tensor *ind = y ? pool_output(x4, oh, ow, AMPC_INT64) : NULL;
     if (st == AMPC_OK && ind) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = y, a.out[1] = ind, a.n_out = 2;
-        a.in[0] = x4, a.n_in = 1;
-        int64_t v[8] = {kernel[0], kernel[1], s[0], s[1], padding[0], padding[1], dilation[0], dilation[1]};
-        set_ints(&a, 8, v);
-        st = nn_dispatch(AMPC_OP_MAX_POOL2D, &a);
+        ampc_max_pool2d_args a = {.y = y, .indices = ind, .x = x4, .kernel = {kernel[0], kernel[1]},
+                                  .stride = {s[0], s[1]}, .padding = {padding[0], padding[1]},
+                                  .dilation = {dilation[0], dilation[1]}};
+        if (ampc_numel(y) > 0 || ampc_numel(ind) > 0) st = ampc_dispatch_max_pool2d(AMPC_OP_MAX_POOL2D, &a);
     } else if (st == AMPC_OK) {
         st = ampc_last_status();
     }
@@ -219,11 +230,8 @@ ampc_tensor *ampc_max_pool2d_backward(const ampc_tensor *grad_out, int ndim, con
     else
         st = nn_contig(indices, &ic);
     if (st == AMPC_OK) {
-        ampc_kernel_args a;
-        nn_args_init(&a);
-        a.out[0] = gx4, a.n_out = 1;
-        a.in[0] = g4, a.in[1] = ic, a.n_in = 2;
-        st = nn_dispatch(AMPC_OP_MAX_POOL2D_BACKWARD, &a);
+        ampc_max_pool2d_backward_args a = {.grad_x = gx4, .grad_y = g4, .indices = ic};
+        if (ampc_numel(gx4) > 0) st = ampc_dispatch_max_pool2d_backward(AMPC_OP_MAX_POOL2D_BACKWARD, &a);
     }
     ampc_tensor_decref(ic);
     ampc_tensor_decref(g4);
@@ -266,8 +274,8 @@ ampc_tensor *ampc_avg_pool2d(const ampc_tensor *input, const int64_t kernel[2], 
     int64_t oh, ow;
     ampc_tensor *y = NULL;
     if (avg_params(x4, kernel, s, padding, ceil_mode, divisor_override, &oh, &ow) == AMPC_OK) {
-        int64_t v[8] = {kernel[0], kernel[1], s[0], s[1], padding[0], padding[1], count_include_pad, divisor_override};
-        y = run_pool(AMPC_OP_AVG_POOL2D, x4, pool_output(x4, oh, ow, input->dtype), 8, v);
+        ampc_avg_pool2d_args geom = avg_geom(kernel, s, padding, count_include_pad, divisor_override);
+        y = run_pool(AMPC_OP_AVG_POOL2D, x4, pool_output(x4, oh, ow, input->dtype), &geom);
         y = pool_result(y, input->ndim);
         if (y && ampc_any_requires_grad(1, &input)) {
             int64_t r[9] = {kernel[0], kernel[1], s[0], s[1], padding[0], padding[1], ceil_mode, count_include_pad,
@@ -298,8 +306,8 @@ ampc_tensor *ampc_avg_pool2d_backward(const ampc_tensor *grad_out, int ndim, con
                        (long long)g4->shape[2], (long long)g4->shape[3], (long long)oh, (long long)ow);
         ampc_tensor_decref(gx4);
     } else {
-        int64_t v[8] = {kernel[0], kernel[1], s[0], s[1], padding[0], padding[1], count_include_pad, divisor_override};
-        r = pool_result(run_pool(AMPC_OP_AVG_POOL2D_BACKWARD, g4, gx4, 8, v), ndim);
+        ampc_avg_pool2d_args geom = avg_geom(kernel, s, padding, count_include_pad, divisor_override);
+        r = pool_result(run_pool(AMPC_OP_AVG_POOL2D_BACKWARD, g4, gx4, &geom), ndim);
     }
     ampc_tensor_decref(g4);
     return r;
@@ -320,7 +328,7 @@ ampc_tensor *ampc_adaptive_avg_pool2d(const ampc_tensor *input, const int64_t ou
     if (!x4) return NULL;
     int64_t oh = output_size[0] < 0 ? x4->shape[2] : output_size[0];
     int64_t ow = output_size[1] < 0 ? x4->shape[3] : output_size[1];
-    ampc_tensor *y = run_pool(AMPC_OP_ADAPTIVE_AVG_POOL2D, x4, pool_output(x4, oh, ow, input->dtype), 0, NULL);
+    ampc_tensor *y = run_pool(AMPC_OP_ADAPTIVE_AVG_POOL2D, x4, pool_output(x4, oh, ow, input->dtype), NULL);
     ampc_tensor_decref(x4);
     y = pool_result(y, input->ndim);
     if (y && ampc_any_requires_grad(1, &input) &&
@@ -334,7 +342,7 @@ ampc_tensor *ampc_adaptive_avg_pool2d(const ampc_tensor *input, const int64_t ou
 ampc_tensor *ampc_adaptive_avg_pool2d_backward(const ampc_tensor *grad_out, int ndim, const int64_t *input_shape) {
     ampc_tensor *g4, *gx4;
     if (grad_views("adaptive_avg_pool2d_backward", grad_out, ndim, input_shape, &g4, &gx4) != AMPC_OK) return NULL;
-    ampc_tensor *r = pool_result(run_pool(AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD, g4, gx4, 0, NULL), ndim);
+    ampc_tensor *r = pool_result(run_pool(AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD, g4, gx4, NULL), ndim);
     ampc_tensor_decref(g4);
     return r;
 }

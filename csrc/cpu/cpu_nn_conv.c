@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/kernel_args.h"
 #include "cpu_backend.h"
 #include "cpu_nn_common.h"
 
@@ -25,12 +26,12 @@ typedef struct conv_geom {
     int64_t oh, ow;             /* output */
 } conv_geom;
 
-static conv_geom geom_of(const ampc_tensor *x, const ampc_kernel_args *a) {
+static conv_geom geom_of(const ampc_tensor *x, const ampc_im2col_args *a) {
     conv_geom g;
     g.n = x->shape[0], g.c = x->shape[1], g.h = x->shape[2], g.w = x->shape[3];
-    g.kh = a->ints[0], g.kw = a->ints[1], g.sh = a->ints[2], g.sw = a->ints[3];
-    g.ph = a->ints[4], g.pw = a->ints[5], g.dh = a->ints[6], g.dw = a->ints[7];
-    g.oh = a->ints[8], g.ow = a->ints[9];
+    g.kh = a->kernel[0], g.kw = a->kernel[1], g.sh = a->stride[0], g.sw = a->stride[1];
+    g.ph = a->padding[0], g.pw = a->padding[1], g.dh = a->dilation[0], g.dw = a->dilation[1];
+    g.oh = a->out_size[0], g.ow = a->out_size[1];
     return g;
 }
 
@@ -82,13 +83,15 @@ static void im2col_plane(const conv_geom *g, const char *plane, char *dst, int64
         }
 }
 
-static ampc_status cpu_im2col(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cpu_im2col(ampc_op op, const ampc_kernel_args *args) {
     (void)op;
-    const ampc_tensor *x = a->in[0];
+    const ampc_im2col_args *a = ampc_args_im2col(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *x = a->in;
     conv_geom g = geom_of(x, a);
     size_t item = ampc_dtype_itemsize(x->dtype);
     const char *src = (const char *)ampc_data_ptr(x);
-    char *dst = (char *)ampc_data_ptr(a->out[0]);
+    char *dst = (char *)ampc_data_ptr(a->out);
     int64_t kk = g.kh * g.kw, l = g.oh * g.ow, planes = g.n * g.c;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(conv_threads(planes * kk * l))
@@ -98,9 +101,11 @@ static ampc_status cpu_im2col(ampc_op op, const ampc_kernel_args *a) {
     return AMPC_OK;
 }
 
-static ampc_status cpu_col2im(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *cols = a->in[0];
-    ampc_tensor *x = a->out[0];
+static ampc_status cpu_col2im(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_im2col_args *a = ampc_args_im2col(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *cols = a->in;
+    ampc_tensor *x = a->out;
     conv_geom g = geom_of(x, a);
     int64_t kk = g.kh * g.kw, l = g.oh * g.ow, planes = g.n * g.c, hw = g.h * g.w;
     const void *src = ampc_data_ptr(cols);

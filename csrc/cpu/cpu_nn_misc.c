@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../core/philox.h"
+#include "../core/kernel_args.h"
 #include "cpu_backend.h"
 #include "cpu_nn_common.h"
 
@@ -20,10 +21,12 @@ _Static_assert(NN_CHUNK % 4 == 0, "NN_CHUNK must be a multiple of 4");
 
 /* ---------------------------------------------------------------- embedding */
 
-static ampc_status cpu_embedding(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cpu_embedding(ampc_op op, const ampc_kernel_args *args) {
     (void)op;
-    const ampc_tensor *w = a->in[0], *idx = a->in[1];
-    ampc_tensor *out = a->out[0];
+    const ampc_embedding_args *a = ampc_args_embedding(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *w = a->weight, *idx = a->indices;
+    ampc_tensor *out = a->out;
     int64_t v = w->shape[0], d = w->shape[1], n = ampc_numel(idx);
     size_t row = (size_t)d * ampc_dtype_itemsize(w->dtype);
     const char *wp = (const char *)ampc_data_ptr(w);
@@ -44,12 +47,14 @@ static ampc_status cpu_embedding(ampc_op op, const ampc_kernel_args *a) {
     return bad ? ampc_set_error(AMPC_E_INDEX, "index out of range in self") : AMPC_OK;
 }
 
-static ampc_status cpu_embedding_backward(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *g = a->in[0], *idx = a->in[1];
-    ampc_tensor *gw = a->out[0];
+static ampc_status cpu_embedding_backward(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_embedding_backward_args *a = ampc_args_embedding_backward(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *g = a->grad, *idx = a->indices;
+    ampc_tensor *gw = a->grad_weight;
     int64_t n = ampc_numel(idx), v = gw->shape[0], d = gw->shape[1];
-    int64_t padding_idx = a->ints[0];
-    bool by_freq = a->ints[1] != 0;
+    int64_t padding_idx = a->padding_idx;
+    bool by_freq = a->scale_grad_by_freq;
     const void *ip = ampc_data_ptr(idx), *gp = ampc_data_ptr(g);
     /* counting sort of the positions by index value: start[k] .. start[k + 1] in order[] */
     int64_t *start = (int64_t *)calloc((size_t)(v + 2), sizeof(int64_t));
@@ -122,9 +127,11 @@ static void dropout_chunk(void *vctx, int64_t k, int64_t i0, int64_t m, double *
     nn_store(c->y->dtype, ampc_data_ptr(c->y), i0, 1, m, buf);
 }
 
-static ampc_status cpu_dropout(ampc_op op, const ampc_kernel_args *a) {
-    double p = ampc_scalar_to_double(a->scalars[0]);
-    dropout_ctx c = {.x = a->in[0], .y = a->out[0], .mask_out = (bool *)ampc_data_ptr(a->out[1]), .keep_p = 1 - p,
+static ampc_status cpu_dropout(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_dropout_args *a = ampc_args_dropout(args);
+    if (!a) return ampc_last_status();
+    double p = a->p;
+    dropout_ctx c = {.x = a->x, .y = a->y, .mask_out = (bool *)ampc_data_ptr(a->mask), .keep_p = 1 - p,
                      .scale = p < 1 ? 1 / (1 - p) : 0, .seed = a->seed, .block0 = a->offset / 4};
     return nn_run_chunks(op, ampc_numel(c.x), 1, dropout_chunk, &c);
 }
@@ -138,8 +145,10 @@ static void masked_scale_chunk(void *vctx, int64_t k, int64_t i0, int64_t m, dou
     nn_store(c->y->dtype, ampc_data_ptr(c->y), i0, 1, m, v);
 }
 
-static ampc_status cpu_masked_scale(ampc_op op, const ampc_kernel_args *a) {
-    dropout_ctx c = {.x = a->in[0], .mask = a->in[1], .y = a->out[0], .scale = ampc_scalar_to_double(a->scalars[0])};
+static ampc_status cpu_masked_scale(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_masked_scale_args *a = ampc_args_masked_scale(args);
+    if (!a) return ampc_last_status();
+    dropout_ctx c = {.x = a->x, .mask = a->mask, .y = a->out, .scale = a->scale};
     return nn_run_chunks(op, ampc_numel(c.x), 2, masked_scale_chunk, &c);
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/kernel_args.h"
 #include "cpu_backend.h"
 #include "cpu_nn_common.h"
 
@@ -51,11 +52,13 @@ static double param(const ampc_tensor *t, int64_t c, double dflt) { return t ? n
 
 /* ---------------------------------------------------------------- batch norm */
 
-static ampc_status cpu_batch_norm_stats(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *x = a->in[0];
-    ampc_tensor *mean = a->out[0], *invstd = a->out[1], *rmean = a->out[2], *rvar = a->out[3];
+static ampc_status cpu_batch_norm_stats(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_batch_norm_stats_args *a = ampc_args_batch_norm_stats(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *x = a->x;
+    ampc_tensor *mean = a->mean, *invstd = a->invstd, *rmean = a->running_mean, *rvar = a->running_var;
     int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2];
-    double eps = ampc_scalar_to_double(a->scalars[0]), momentum = ampc_scalar_to_double(a->scalars[1]);
+    double eps = a->eps, momentum = a->momentum;
     const void *xp = ampc_data_ptr(x);
     bool failed = false;
 #ifdef _OPENMP
@@ -95,12 +98,14 @@ static double channel_invstd(const ampc_tensor *t, int64_t c, bool is_var, doubl
     return is_var ? 1.0 / sqrt(v + eps) : v;
 }
 
-static ampc_status cpu_batch_norm_apply(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *x = a->in[0], *mean = a->in[1], *inv = a->in[2], *w = a->in[3], *b = a->in[4];
-    ampc_tensor *y = a->out[0];
+static ampc_status cpu_batch_norm_apply(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_batch_norm_apply_args *a = ampc_args_batch_norm_apply(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *x = a->x, *mean = a->mean, *inv = a->invstd, *w = a->weight, *b = a->bias;
+    ampc_tensor *y = a->y;
     int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2];
-    bool is_var = a->ints[0] != 0;
-    double eps = ampc_scalar_to_double(a->scalars[0]);
+    bool is_var = a->is_var;
+    double eps = a->eps;
     const void *xp = ampc_data_ptr(x);
     void *yp = ampc_data_ptr(y);
     bool failed = false;
@@ -127,12 +132,14 @@ static ampc_status cpu_batch_norm_apply(ampc_op op, const ampc_kernel_args *a) {
     return failed ? nn_nomem(op) : AMPC_OK;
 }
 
-static ampc_status cpu_batch_norm_backward(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *g = a->in[0], *x = a->in[1], *mean = a->in[2], *inv = a->in[3], *w = a->in[4];
-    ampc_tensor *gx = a->out[0], *gw = a->out[1], *gb = a->out[2];
+static ampc_status cpu_batch_norm_backward(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_batch_norm_backward_args *a = ampc_args_batch_norm_backward(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *g = a->grad_y, *x = a->x, *mean = a->mean, *inv = a->invstd, *w = a->weight;
+    ampc_tensor *gx = a->grad_x, *gw = a->grad_weight, *gb = a->grad_bias;
     int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2];
-    bool is_var = a->ints[0] != 0, training = a->ints[1] != 0;
-    double eps = ampc_scalar_to_double(a->scalars[0]), count = (double)(n * l);
+    bool is_var = a->is_var, training = a->training;
+    double eps = a->eps, count = (double)(n * l);
     const void *gp = ampc_data_ptr(g), *xp = ampc_data_ptr(x);
     bool failed = false;
 #ifdef _OPENMP
@@ -177,11 +184,13 @@ static ampc_status cpu_batch_norm_backward(ampc_op op, const ampc_kernel_args *a
 
 /* ---------------------------------------------------------------- layer norm */
 
-static ampc_status cpu_layer_norm(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *x = a->in[0], *w = a->in[1], *b = a->in[2];
-    ampc_tensor *y = a->out[0], *mean = a->out[1], *rstd = a->out[2];
+static ampc_status cpu_layer_norm(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_layer_norm_args *a = ampc_args_layer_norm(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *x = a->x, *w = a->weight, *b = a->bias;
+    ampc_tensor *y = a->y, *mean = a->mean, *rstd = a->rstd;
     int64_t m = x->shape[0], d = x->shape[1];
-    double eps = ampc_scalar_to_double(a->scalars[0]);
+    double eps = a->eps;
     const void *xp = ampc_data_ptr(x);
     void *yp = ampc_data_ptr(y);
     bool failed = false;
@@ -217,9 +226,11 @@ static ampc_status cpu_layer_norm(ampc_op op, const ampc_kernel_args *a) {
     return failed ? nn_nomem(op) : AMPC_OK;
 }
 
-static ampc_status cpu_layer_norm_backward(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *g = a->in[0], *x = a->in[1], *mean = a->in[2], *rstd = a->in[3], *w = a->in[4];
-    ampc_tensor *gx = a->out[0], *gw = a->out[1], *gb = a->out[2];
+static ampc_status cpu_layer_norm_backward(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_norm_backward_args *a = ampc_args_norm_backward(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *g = a->grad_y, *x = a->x, *mean = a->mean, *rstd = a->rstd, *w = a->weight;
+    ampc_tensor *gx = a->grad_x, *gw = a->grad_weight, *gb = a->grad_bias;
     int64_t m = x->shape[0], d = x->shape[1];
     int64_t blocks = (m + LN_BLOCK - 1) / LN_BLOCK;
     bool want_params = gw || gb;
@@ -278,11 +289,13 @@ static ampc_status cpu_layer_norm_backward(ampc_op op, const ampc_kernel_args *a
 
 /* ---------------------------------------------------------------- group norm */
 
-static ampc_status cpu_group_norm(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *x = a->in[0], *w = a->in[1], *b = a->in[2];
-    ampc_tensor *y = a->out[0], *mean = a->out[1], *rstd = a->out[2];
-    int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2], groups = a->ints[0], cg = c / groups;
-    double eps = ampc_scalar_to_double(a->scalars[0]);
+static ampc_status cpu_group_norm(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_group_norm_args *a = ampc_args_group_norm(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *x = a->x, *w = a->weight, *b = a->bias;
+    ampc_tensor *y = a->y, *mean = a->mean, *rstd = a->rstd;
+    int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2], groups = a->groups, cg = c / groups;
+    double eps = a->eps;
     const void *xp = ampc_data_ptr(x);
     void *yp = ampc_data_ptr(y);
     int64_t len = cg * l; /* one (n, g) block is contiguous */
@@ -317,10 +330,12 @@ static ampc_status cpu_group_norm(ampc_op op, const ampc_kernel_args *a) {
     return failed ? nn_nomem(op) : AMPC_OK;
 }
 
-static ampc_status cpu_group_norm_backward(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *g = a->in[0], *x = a->in[1], *mean = a->in[2], *rstd = a->in[3], *w = a->in[4];
-    ampc_tensor *gx = a->out[0], *gw = a->out[1], *gb = a->out[2];
-    int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2], groups = a->ints[0], cg = c / groups;
+static ampc_status cpu_group_norm_backward(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_norm_backward_args *a = ampc_args_norm_backward(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *g = a->grad_y, *x = a->x, *mean = a->mean, *rstd = a->rstd, *w = a->weight;
+    ampc_tensor *gx = a->grad_x, *gw = a->grad_weight, *gb = a->grad_bias;
+    int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2], groups = a->groups, cg = c / groups;
     int64_t len = cg * l;
     const void *gp = ampc_data_ptr(g), *xp = ampc_data_ptr(x);
     const void *mp = ampc_data_ptr(mean), *rp = ampc_data_ptr(rstd);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/kernel_args.h"
 #include "cpu_backend.h"
 #include "cpu_nn_common.h"
 
@@ -18,21 +19,18 @@ typedef struct pool_geom {
     int64_t divisor_override;
 } pool_geom;
 
-static pool_geom geom_of(const ampc_tensor *x, const ampc_tensor *y, const ampc_kernel_args *a, ampc_op op) {
+/* The planes and sizes of x (N, C, H, W) and y (N, C, OH, OW); the window all zero (adaptive). */
+static pool_geom geom_of(const ampc_tensor *x, const ampc_tensor *y) {
     pool_geom g;
     memset(&g, 0, sizeof g);
     g.planes = x->shape[0] * x->shape[1];
     g.h = x->shape[2], g.w = x->shape[3], g.oh = y->shape[2], g.ow = y->shape[3];
-    if (op == AMPC_OP_ADAPTIVE_AVG_POOL2D || op == AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD) return g;
-    g.kh = a->ints[0], g.kw = a->ints[1], g.sh = a->ints[2], g.sw = a->ints[3], g.ph = a->ints[4], g.pw = a->ints[5];
-    if (op == AMPC_OP_MAX_POOL2D || op == AMPC_OP_MAX_POOL2D_BACKWARD) {
-        g.dh = a->ints[6], g.dw = a->ints[7];
-    } else {
-        g.dh = g.dw = 1;
-        g.count_include_pad = a->ints[6] != 0;
-        g.divisor_override = a->ints[7];
-    }
     return g;
+}
+
+/* The window: kernel, stride, padding, dilation (h, w each). */
+static void set_window(pool_geom *g, const int64_t *k, const int64_t *s, const int64_t *p, const int64_t *d) {
+    g->kh = k[0], g->kw = k[1], g->sh = s[0], g->sw = s[1], g->ph = p[0], g->pw = p[1], g->dh = d[0], g->dw = d[1];
 }
 
 /* Per-thread buffers for one input plane and one output plane, freed at the end of the region. */
@@ -112,10 +110,13 @@ static void max_plane(const pool_geom *g, const double *in, double *out, int64_t
     }
 }
 
-static ampc_status cpu_max_pool2d(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *x = a->in[0];
-    ampc_tensor *y = a->out[0], *ind = a->out[1];
-    pool_geom g = geom_of(x, y, a, op);
+static ampc_status cpu_max_pool2d(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_max_pool2d_args *a = ampc_args_max_pool2d(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *x = a->x;
+    ampc_tensor *y = a->y, *ind = a->indices;
+    pool_geom g = geom_of(x, y);
+    set_window(&g, a->kernel, a->stride, a->padding, a->dilation);
     int64_t hw = g.h * g.w, ohw = g.oh * g.ow;
     const void *xp = ampc_data_ptr(x);
     void *yp = ampc_data_ptr(y);
@@ -142,9 +143,11 @@ static ampc_status cpu_max_pool2d(ampc_op op, const ampc_kernel_args *a) {
     return failed ? nn_nomem(op) : AMPC_OK;
 }
 
-static ampc_status cpu_max_pool2d_backward(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *gy = a->in[0], *ind = a->in[1];
-    ampc_tensor *gx = a->out[0];
+static ampc_status cpu_max_pool2d_backward(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_max_pool2d_backward_args *a = ampc_args_max_pool2d_backward(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *gy = a->grad_y, *ind = a->indices;
+    ampc_tensor *gx = a->grad_x;
     int64_t planes = gx->shape[0] * gx->shape[1], hw = gx->shape[2] * gx->shape[3];
     int64_t ohw = gy->shape[2] * gy->shape[3];
     const void *gp = ampc_data_ptr(gy);
@@ -252,12 +255,16 @@ static void avg_plane_backward(ampc_op op, const pool_geom *g, const double *gou
 }
 
 /* Forward and backward of AVG_POOL2D and ADAPTIVE_AVG_POOL2D: x/gx is the (N, C, H, W) side. */
-static ampc_status cpu_avg_pool2d(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status avg_pool_run(ampc_op op, const ampc_tensor *src, ampc_tensor *dst, const ampc_avg_pool2d_args *w) {
     bool backward = op == AMPC_OP_AVG_POOL2D_BACKWARD || op == AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD;
-    const ampc_tensor *src = a->in[0];
-    ampc_tensor *dst = a->out[0];
     const ampc_tensor *x = backward ? dst : src, *y = backward ? src : dst;
-    pool_geom g = geom_of(x, y, a, op);
+    pool_geom g = geom_of(x, y);
+    if (w) { /* AVG_POOL2D(_BACKWARD); adaptive windows come from the sizes */
+        static const int64_t one[2] = {1, 1};
+        set_window(&g, w->kernel, w->stride, w->padding, one);
+        g.count_include_pad = w->count_include_pad;
+        g.divisor_override = w->divisor_override;
+    }
     int64_t hw = g.h * g.w, ohw = g.oh * g.ow;
     const void *sp = ampc_data_ptr(src);
     void *dp = ampc_data_ptr(dst);
@@ -289,11 +296,21 @@ static ampc_status cpu_avg_pool2d(ampc_op op, const ampc_kernel_args *a) {
     return failed ? nn_nomem(op) : AMPC_OK;
 }
 
+static ampc_status cpu_avg_pool2d(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_avg_pool2d_args *a = ampc_args_avg_pool2d(args);
+    return a ? avg_pool_run(op, a->in, a->out, a) : ampc_last_status();
+}
+
+static ampc_status cpu_adaptive_avg_pool2d(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_adaptive_pool2d_args *a = ampc_args_adaptive_pool2d(args);
+    return a ? avg_pool_run(op, a->in, a->out, NULL) : ampc_last_status();
+}
+
 void ampc_cpu_register_nn_pool(void) {
     ampc_register_kernel(AMPC_CPU, AMPC_OP_MAX_POOL2D, cpu_max_pool2d);
     ampc_register_kernel(AMPC_CPU, AMPC_OP_MAX_POOL2D_BACKWARD, cpu_max_pool2d_backward);
     ampc_register_kernel(AMPC_CPU, AMPC_OP_AVG_POOL2D, cpu_avg_pool2d);
     ampc_register_kernel(AMPC_CPU, AMPC_OP_AVG_POOL2D_BACKWARD, cpu_avg_pool2d);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_ADAPTIVE_AVG_POOL2D, cpu_avg_pool2d);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD, cpu_avg_pool2d);
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_ADAPTIVE_AVG_POOL2D, cpu_adaptive_avg_pool2d);
+    ampc_register_kernel(AMPC_CPU, AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD, cpu_adaptive_avg_pool2d);
 }

@@ -19,6 +19,7 @@
  * exactly as cpu_nn_misc.c does, so both devices give the same bits. */
 #include <cub/device/device_radix_sort.cuh>
 
+#include "../core/kernel_args.h"
 #include "cuda_common.cuh"
 
 #define MAX_INDEX_TENSORS 5 /* three ints each in the kernel args; ints[15] is accumulate */
@@ -544,10 +545,12 @@ static int move_unit(size_t bytes, const void *p, const void *q) {
 }
 
 /* in[0] weight (V, D) contiguous, in[1] int64/int32 indices (n) contiguous -> out[0] (n, D). */
-static ampc_status cuda_embedding(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cuda_embedding(ampc_op op, const ampc_kernel_args *args) {
     (void)op;
-    const ampc_tensor *w = a->in[0], *idx = a->in[1];
-    ampc_tensor *out = a->out[0];
+    const ampc_embedding_args *a = ampc_args_embedding(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *w = a->weight, *idx = a->indices;
+    ampc_tensor *out = a->out;
     int64_t v = w->shape[0], n = ampc_numel(idx);
     size_t row = (size_t)w->shape[1] * ampc_dtype_itemsize(w->dtype);
     if (n == 0 || row == 0) return AMPC_OK;
@@ -620,11 +623,13 @@ __global__ void embedding_backward_rows_kernel(const T *grad, const int64_t *ord
     }
 }
 
-/* in[0] grad (n, D), in[1] indices (n) -> out[0] grad weight (V, D) of grad's dtype; ints[0]
- * padding_idx (-1: none), ints[1] scale_grad_by_freq. */
-static ampc_status cuda_embedding_backward(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *g = a->in[0], *idx = a->in[1];
-    ampc_tensor *gw = a->out[0];
+/* grad (n, D), indices (n) -> grad weight (V, D) of grad's dtype;
+ * padding_idx (-1: none), scale_grad_by_freq. */
+static ampc_status cuda_embedding_backward(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_embedding_backward_args *a = ampc_args_embedding_backward(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *g = a->grad, *idx = a->indices;
+    ampc_tensor *gw = a->grad_weight;
     int64_t n = ampc_numel(idx), v = gw->shape[0], d = gw->shape[1];
     if (g->dtype != gw->dtype)
         return ampc_set_error(AMPC_E_RUNTIME, "%s: grad and grad weight dtypes differ", ampc_op_name(op));
@@ -664,8 +669,8 @@ static ampc_status cuda_embedding_backward(ampc_op op, const ampc_kernel_args *a
     dim3 block(32, 8);
     int64_t gx = (d + 31) / 32, gy = (v + 7) / 8;
     dim3 grid((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535));
-    int64_t padding_idx = a->ints[0];
-    bool by_freq = a->ints[1] != 0;
+    int64_t padding_idx = a->padding_idx;
+    bool by_freq = a->scale_grad_by_freq;
     AMPC_CUDA_SWITCH_FLOATING(gw->dtype, "embedding_backward", {
         embedding_backward_rows_kernel<scalar_t><<<grid, block, 0, stream>>>(
             (const scalar_t *)ampc_data_ptr(g), vals_out.as<int64_t>(), start.as<int64_t>(), end.as<int64_t>(),

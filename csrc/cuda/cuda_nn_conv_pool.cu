@@ -14,6 +14,7 @@
  * Sums run in the opmath type (fp32 for fp16/bf16/fp32, double for fp64). */
 #include <math.h>
 
+#include "../core/kernel_args.h"
 #include "cuda_common.cuh"
 
 /* Threads per block for the one-thread-per-element kernels here. */
@@ -37,12 +38,12 @@ struct conv_geom {
     int64_t oh, ow;
 };
 
-static conv_geom conv_geom_of(const ampc_tensor *x, const ampc_kernel_args *a) {
+static conv_geom conv_geom_of(const ampc_tensor *x, const ampc_im2col_args *a) {
     conv_geom g;
     g.planes = x->shape[0] * x->shape[1], g.h = x->shape[2], g.w = x->shape[3];
-    g.kh = a->ints[0], g.kw = a->ints[1], g.sh = a->ints[2], g.sw = a->ints[3];
-    g.ph = a->ints[4], g.pw = a->ints[5], g.dh = a->ints[6], g.dw = a->ints[7];
-    g.oh = a->ints[8], g.ow = a->ints[9];
+    g.kh = a->kernel[0], g.kw = a->kernel[1], g.sh = a->stride[0], g.sw = a->stride[1];
+    g.ph = a->padding[0], g.pw = a->padding[1], g.dh = a->dilation[0], g.dw = a->dilation[1];
+    g.oh = a->out_size[0], g.ow = a->out_size[1];
     return g;
 }
 
@@ -101,10 +102,12 @@ __global__ void col2im_kernel(const T *__restrict__ cols, T *__restrict__ x, con
     }
 }
 
-static ampc_status cuda_im2col(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cuda_im2col(ampc_op op, const ampc_kernel_args *args) {
     (void)op;
-    const ampc_tensor *x = a->in[0];
-    ampc_tensor *cols = a->out[0];
+    const ampc_im2col_args *a = ampc_args_im2col(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *x = a->in;
+    ampc_tensor *cols = a->out;
     if (cols->dtype != x->dtype)
         return ampc_set_error(AMPC_E_TYPE, "im2col: columns (%s) and input (%s) must have one dtype",
                               ampc_dtype_name(cols->dtype), ampc_dtype_name(x->dtype));
@@ -125,10 +128,12 @@ static ampc_status cuda_im2col(ampc_op op, const ampc_kernel_args *a) {
     return AMPC_OK;
 }
 
-static ampc_status cuda_col2im(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cuda_col2im(ampc_op op, const ampc_kernel_args *args) {
     (void)op;
-    const ampc_tensor *cols = a->in[0];
-    ampc_tensor *x = a->out[0];
+    const ampc_im2col_args *a = ampc_args_im2col(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *cols = a->in;
+    ampc_tensor *x = a->out;
     if (cols->dtype != x->dtype)
         return ampc_set_error(AMPC_E_TYPE, "col2im: columns (%s) and output (%s) must have one dtype",
                               ampc_dtype_name(cols->dtype), ampc_dtype_name(x->dtype));
@@ -154,25 +159,16 @@ struct pool_geom {
     int64_t divisor_override;
 };
 
-static bool is_adaptive(ampc_op op) {
-    return op == AMPC_OP_ADAPTIVE_AVG_POOL2D || op == AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD;
-}
-
-/* x: the (N, C, H, W) side, y: the (N, C, OH, OW) side. */
-static pool_geom pool_geom_of(const ampc_tensor *x, const ampc_tensor *y, const ampc_kernel_args *a, ampc_op op) {
+/* x: the (N, C, H, W) side, y: the (N, C, OH, OW) side; the window (kernel, stride, padding,
+ * dilation pairs) stays zero when k is NULL (adaptive). */
+static pool_geom pool_geom_of(const ampc_tensor *x, const ampc_tensor *y, const int64_t *k, const int64_t *st,
+                              const int64_t *p, const int64_t *d) {
     pool_geom g;
     memset(&g, 0, sizeof g);
     g.planes = x->shape[0] * x->shape[1];
     g.h = x->shape[2], g.w = x->shape[3], g.oh = y->shape[2], g.ow = y->shape[3];
-    if (is_adaptive(op)) return g;
-    g.kh = a->ints[0], g.kw = a->ints[1], g.sh = a->ints[2], g.sw = a->ints[3], g.ph = a->ints[4], g.pw = a->ints[5];
-    if (op == AMPC_OP_MAX_POOL2D) {
-        g.dh = a->ints[6], g.dw = a->ints[7];
-    } else {
-        g.dh = g.dw = 1;
-        g.count_include_pad = a->ints[6] != 0;
-        g.divisor_override = a->ints[7];
-    }
+    if (!k) return g;
+    g.kh = k[0], g.kw = k[1], g.sh = st[0], g.sw = st[1], g.ph = p[0], g.pw = p[1], g.dh = d[0], g.dw = d[1];
     return g;
 }
 
@@ -228,12 +224,15 @@ __global__ void round_into_kernel(const float *__restrict__ src, T *__restrict__
     POOL_LOOP(i, n) dst[i] = ampc_convert<T>(src[i]);
 }
 
-static ampc_status cuda_max_pool2d(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *x = a->in[0];
-    ampc_tensor *y = a->out[0], *ind = a->out[1];
+static ampc_status cuda_max_pool2d(ampc_op op, const ampc_kernel_args *args) {
+    (void)op;
+    const ampc_max_pool2d_args *a = ampc_args_max_pool2d(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *x = a->x;
+    ampc_tensor *y = a->y, *ind = a->indices;
     if (y->dtype != x->dtype || ind->dtype != AMPC_INT64)
         return ampc_set_error(AMPC_E_TYPE, "max_pool2d: CUDA kernel expects y of the input's dtype and int64 indices");
-    pool_geom g = pool_geom_of(x, y, a, op);
+    pool_geom g = pool_geom_of(x, y, a->kernel, a->stride, a->padding, a->dilation);
     int64_t total = g.planes * g.oh * g.ow;
     if (total == 0) return AMPC_OK;
     ampc_cuda_guard guard(x);
@@ -246,9 +245,11 @@ static ampc_status cuda_max_pool2d(ampc_op op, const ampc_kernel_args *a) {
     return AMPC_OK;
 }
 
-static ampc_status cuda_max_pool2d_backward(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *gy = a->in[0], *ind = a->in[1];
-    ampc_tensor *gx = a->out[0];
+static ampc_status cuda_max_pool2d_backward(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_max_pool2d_backward_args *a = ampc_args_max_pool2d_backward(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *gy = a->grad_y, *ind = a->indices;
+    ampc_tensor *gx = a->grad_x;
     if (gx->dtype != gy->dtype || ind->dtype != AMPC_INT64)
         return ampc_set_error(AMPC_E_TYPE, "max_pool2d_backward: CUDA kernel expects grads of one dtype and int64 indices");
     int64_t n_gx = ampc_numel(gx), total = ampc_numel(gy);
@@ -401,16 +402,16 @@ __global__ void avg_pool2d_backward_kernel(const T *__restrict__ gy, T *__restri
     }
 }
 
-/* Forward and backward of AVG_POOL2D and ADAPTIVE_AVG_POOL2D (src -> dst). */
-static ampc_status cuda_avg_pool2d(ampc_op op, const ampc_kernel_args *a) {
+/* Forward and backward of AVG_POOL2D (w: its window) and ADAPTIVE_AVG_POOL2D (w NULL), src -> dst. */
+static ampc_status avg_pool_run(ampc_op op, const ampc_tensor *src, ampc_tensor *dst, const ampc_avg_pool2d_args *w) {
     bool backward = op == AMPC_OP_AVG_POOL2D_BACKWARD || op == AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD;
-    const ampc_tensor *src = a->in[0];
-    ampc_tensor *dst = a->out[0];
     if (src->dtype != dst->dtype)
         return ampc_set_error(AMPC_E_TYPE, "%s: CUDA kernel expects input and output of one dtype", ampc_op_name(op));
     const ampc_tensor *x = backward ? dst : src, *y = backward ? src : dst;
-    pool_geom g = pool_geom_of(x, y, a, op);
-    bool adaptive = is_adaptive(op);
+    static const int64_t one[2] = {1, 1};
+    pool_geom g = pool_geom_of(x, y, w ? w->kernel : NULL, w ? w->stride : NULL, w ? w->padding : NULL, one);
+    if (w) g.count_include_pad = w->count_include_pad, g.divisor_override = w->divisor_override;
+    bool adaptive = !w;
     int64_t total = ampc_numel(dst);
     if (total == 0) return AMPC_OK;
     ampc_cuda_guard guard(dst);
@@ -427,6 +428,16 @@ static ampc_status cuda_avg_pool2d(ampc_op op, const ampc_kernel_args *a) {
     return AMPC_OK;
 }
 
+static ampc_status cuda_avg_pool2d(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_avg_pool2d_args *a = ampc_args_avg_pool2d(args);
+    return a ? avg_pool_run(op, a->in, a->out, a) : ampc_last_status();
+}
+
+static ampc_status cuda_adaptive_avg_pool2d(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_adaptive_pool2d_args *a = ampc_args_adaptive_pool2d(args);
+    return a ? avg_pool_run(op, a->in, a->out, NULL) : ampc_last_status();
+}
+
 extern "C" void ampc_cuda_register_nn_conv_pool(void) {
     ampc_register_kernel(AMPC_CUDA, AMPC_OP_IM2COL, cuda_im2col);
     ampc_register_kernel(AMPC_CUDA, AMPC_OP_COL2IM, cuda_col2im);
@@ -434,6 +445,6 @@ extern "C" void ampc_cuda_register_nn_conv_pool(void) {
     ampc_register_kernel(AMPC_CUDA, AMPC_OP_MAX_POOL2D_BACKWARD, cuda_max_pool2d_backward);
     ampc_register_kernel(AMPC_CUDA, AMPC_OP_AVG_POOL2D, cuda_avg_pool2d);
     ampc_register_kernel(AMPC_CUDA, AMPC_OP_AVG_POOL2D_BACKWARD, cuda_avg_pool2d);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_ADAPTIVE_AVG_POOL2D, cuda_avg_pool2d);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD, cuda_avg_pool2d);
+    ampc_register_kernel(AMPC_CUDA, AMPC_OP_ADAPTIVE_AVG_POOL2D, cuda_adaptive_avg_pool2d);
+    ampc_register_kernel(AMPC_CUDA, AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD, cuda_adaptive_avg_pool2d);
 }

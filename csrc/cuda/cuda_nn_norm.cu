@@ -27,6 +27,7 @@
 
 #include <type_traits>
 
+#include "../core/kernel_args.h"
 #include "cuda_common.cuh"
 
 /* ---------------------------------------------------------------- element access */
@@ -262,12 +263,14 @@ static bool vec_ok(int64_t d, size_t item, int n, const void *const *ptrs) {
     return true;
 }
 
-static ampc_status cuda_layer_norm(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cuda_layer_norm(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_layer_norm_args *a = ampc_args_layer_norm(args);
+    if (!a) return ampc_last_status();
     (void)op;
-    const ampc_tensor *x = a->in[0], *w = a->in[1], *b = a->in[2];
-    ampc_tensor *y = a->out[0], *mean = a->out[1], *rstd = a->out[2];
+    const ampc_tensor *x = a->x, *w = a->weight, *b = a->bias;
+    ampc_tensor *y = a->y, *mean = a->mean, *rstd = a->rstd;
     int64_t m = x->shape[0], d = x->shape[1];
-    double eps = ampc_scalar_to_double(a->scalars[0]);
+    double eps = a->eps;
     if (m == 0) return AMPC_OK;
     ampc_cuda_guard guard(x);
     cudaStream_t s = ampc_cuda_stream_of(x);
@@ -430,10 +433,12 @@ static int64_t ln_rows_per_chunk(int64_t m) {
     return r < 64 ? 64 : r;
 }
 
-static ampc_status cuda_layer_norm_backward(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cuda_layer_norm_backward(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_norm_backward_args *a = ampc_args_norm_backward(args);
+    if (!a) return ampc_last_status();
     (void)op;
-    const ampc_tensor *g = a->in[0], *x = a->in[1], *mean = a->in[2], *rstd = a->in[3], *w = a->in[4];
-    ampc_tensor *gx = a->out[0], *gw = a->out[1], *gb = a->out[2];
+    const ampc_tensor *g = a->grad_y, *x = a->x, *mean = a->mean, *rstd = a->rstd, *w = a->weight;
+    ampc_tensor *gx = a->grad_x, *gw = a->grad_weight, *gb = a->grad_bias;
     int64_t m = x->shape[0], d = x->shape[1];
     if (m == 0 || d == 0) return AMPC_OK; /* the frontend zeroes parameter grads of empty inputs */
     int dev = (int)x->device.index;
@@ -515,14 +520,16 @@ __global__ void group_norm_kernel(const void *x, int x_dt, nn_ref w, nn_ref b, v
     }
 }
 
-static ampc_status cuda_group_norm(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cuda_group_norm(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_group_norm_args *a = ampc_args_group_norm(args);
+    if (!a) return ampc_last_status();
     (void)op;
-    const ampc_tensor *x = a->in[0], *w = a->in[1], *b = a->in[2];
-    ampc_tensor *y = a->out[0], *mean = a->out[1], *rstd = a->out[2];
-    int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2], groups = a->ints[0];
+    const ampc_tensor *x = a->x, *w = a->weight, *b = a->bias;
+    ampc_tensor *y = a->y, *mean = a->mean, *rstd = a->rstd;
+    int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2], groups = a->groups;
     int64_t ng = n * groups, cg = c / groups;
     if (ng == 0) return AMPC_OK;
-    double eps = ampc_scalar_to_double(a->scalars[0]);
+    double eps = a->eps;
     ampc_cuda_guard guard(x);
     cudaStream_t s = ampc_cuda_stream_of(x);
     bool typed = y->dtype == x->dtype;
@@ -586,11 +593,13 @@ __global__ void group_norm_grad_param_kernel(nn_ref g, nn_ref x, nn_ref mean, nn
     }
 }
 
-static ampc_status cuda_group_norm_backward(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cuda_group_norm_backward(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_norm_backward_args *a = ampc_args_norm_backward(args);
+    if (!a) return ampc_last_status();
     (void)op;
-    const ampc_tensor *g = a->in[0], *x = a->in[1], *mean = a->in[2], *rstd = a->in[3], *w = a->in[4];
-    ampc_tensor *gx = a->out[0], *gw = a->out[1], *gb = a->out[2];
-    int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2], groups = a->ints[0], cg = c / groups;
+    const ampc_tensor *g = a->grad_y, *x = a->x, *mean = a->mean, *rstd = a->rstd, *w = a->weight;
+    ampc_tensor *gx = a->grad_x, *gw = a->grad_weight, *gb = a->grad_bias;
+    int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2], groups = a->groups, cg = c / groups;
     ampc_cuda_guard guard(x);
     cudaStream_t s = ampc_cuda_stream_of(x);
     bool typed = g->dtype == x->dtype && (!gx || gx->dtype == x->dtype);
@@ -726,13 +735,15 @@ __global__ void bn_stats_final_kernel(const int64_t *pn, const A *pmean, const A
     }
 }
 
-static ampc_status cuda_batch_norm_stats(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cuda_batch_norm_stats(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_batch_norm_stats_args *a = ampc_args_batch_norm_stats(args);
+    if (!a) return ampc_last_status();
     (void)op;
-    const ampc_tensor *x = a->in[0];
-    ampc_tensor *mean = a->out[0], *invstd = a->out[1], *rmean = a->out[2], *rvar = a->out[3];
+    const ampc_tensor *x = a->x;
+    ampc_tensor *mean = a->mean, *invstd = a->invstd, *rmean = a->running_mean, *rvar = a->running_var;
     int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2], e = n * l;
     if (c == 0) return AMPC_OK;
-    double eps = ampc_scalar_to_double(a->scalars[0]), momentum = ampc_scalar_to_double(a->scalars[1]);
+    double eps = a->eps, momentum = a->momentum;
     int dev = (int)x->device.index;
     ampc_cuda_guard guard(x);
     cudaStream_t s = ampc_cuda_stream_of(x);
@@ -792,14 +803,16 @@ __global__ void bn_apply_kernel(const void *x, int x_dt, void *y, int y_dt, cons
     }
 }
 
-static ampc_status cuda_batch_norm_apply(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cuda_batch_norm_apply(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_batch_norm_apply_args *a = ampc_args_batch_norm_apply(args);
+    if (!a) return ampc_last_status();
     (void)op;
-    const ampc_tensor *x = a->in[0], *mean = a->in[1], *inv = a->in[2], *w = a->in[3], *b = a->in[4];
-    ampc_tensor *y = a->out[0];
+    const ampc_tensor *x = a->x, *mean = a->mean, *inv = a->invstd, *w = a->weight, *b = a->bias;
+    ampc_tensor *y = a->y;
     int64_t c = x->shape[1], l = x->shape[2], total = ampc_numel(x);
     if (total == 0) return AMPC_OK;
-    bool is_var = a->ints[0] != 0;
-    double eps = ampc_scalar_to_double(a->scalars[0]);
+    bool is_var = a->is_var;
+    double eps = a->eps;
     int dev = (int)x->device.index;
     ampc_cuda_guard guard(x);
     cudaStream_t s = ampc_cuda_stream_of(x);
@@ -893,13 +906,15 @@ __global__ void bn_backward_grad_x_kernel(nn_ref g, nn_ref x, nn_ref gx, const A
     }
 }
 
-static ampc_status cuda_batch_norm_backward(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cuda_batch_norm_backward(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_batch_norm_backward_args *a = ampc_args_batch_norm_backward(args);
+    if (!a) return ampc_last_status();
     (void)op;
-    const ampc_tensor *g = a->in[0], *x = a->in[1], *mean = a->in[2], *inv = a->in[3], *w = a->in[4];
-    ampc_tensor *gx = a->out[0], *gw = a->out[1], *gb = a->out[2];
+    const ampc_tensor *g = a->grad_y, *x = a->x, *mean = a->mean, *inv = a->invstd, *w = a->weight;
+    ampc_tensor *gx = a->grad_x, *gw = a->grad_weight, *gb = a->grad_bias;
     int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2], e = n * l, total = ampc_numel(x);
-    bool is_var = a->ints[0] != 0, training = a->ints[1] != 0;
-    double eps = ampc_scalar_to_double(a->scalars[0]);
+    bool is_var = a->is_var, training = a->training;
+    double eps = a->eps;
     bool want_gx = gx && total > 0;
     if (c == 0 || (!want_gx && !gw && !gb)) return AMPC_OK;
     int dev = (int)x->device.index;

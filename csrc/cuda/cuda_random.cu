@@ -12,6 +12,7 @@
  * once; masked_scale (its backward) is y = keep ? g * scale : 0, also in double. Both are
  * memory bound, so the double arithmetic costs nothing and both devices store the same bits. */
 #include "../core/random_transforms.h"
+#include "../core/kernel_args.h"
 #include "cuda_common.cuh"
 
 /* Four consecutive elements as one aligned store (used when 4 * sizeof(T) <= 16). */
@@ -153,16 +154,18 @@ __global__ void dropout_kernel(const T *x, T *y, bool *mask, int64_t n, uint64_t
     }
 }
 
-/* in[0] x -> out[0] y, out[1] bool keep mask; scalars[0] p; seed/offset reserved by the frontend. */
-static ampc_status cuda_dropout(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *x = a->in[0];
-    ampc_tensor *y = a->out[0], *mask = a->out[1];
+/* x -> y, bool keep mask; p; seed/offset reserved by the frontend. */
+static ampc_status cuda_dropout(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_dropout_args *a = ampc_args_dropout(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *x = a->x;
+    ampc_tensor *y = a->y, *mask = a->mask;
     int64_t n = ampc_numel(x);
     if (y->dtype != x->dtype || mask->dtype != AMPC_BOOL || ampc_numel(y) != n || ampc_numel(mask) != n)
         return ampc_set_error(AMPC_E_RUNTIME, "%s: expects y of x's dtype and a bool mask of x's size",
                               ampc_op_name(op));
     if (n == 0) return AMPC_OK;
-    double p = ampc_scalar_to_double(a->scalars[0]), keep_p = 1 - p, scale = p < 1 ? 1 / (1 - p) : 0;
+    double p = a->p, keep_p = 1 - p, scale = p < 1 ? 1 / (1 - p) : 0;
     uint64_t block0 = a->offset / 4;
     ampc_cuda_guard guard(y);
     cudaStream_t stream = ampc_cuda_stream_of(y);
@@ -190,15 +193,17 @@ __global__ void masked_scale_kernel(const T *g, const void *mask, int mask_dtype
     }
 }
 
-static ampc_status cuda_masked_scale(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *g = a->in[0], *mask = a->in[1];
-    ampc_tensor *y = a->out[0];
+static ampc_status cuda_masked_scale(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_masked_scale_args *a = ampc_args_masked_scale(args);
+    if (!a) return ampc_last_status();
+    const ampc_tensor *g = a->x, *mask = a->mask;
+    ampc_tensor *y = a->out;
     int64_t n = ampc_numel(g);
     if (y->dtype != g->dtype || ampc_numel(mask) != n || ampc_numel(y) != n)
         return ampc_set_error(AMPC_E_RUNTIME, "%s: expects y of the grad's dtype and a mask of its size",
                               ampc_op_name(op));
     if (n == 0) return AMPC_OK;
-    double scale = ampc_scalar_to_double(a->scalars[0]);
+    double scale = a->scale;
     ampc_cuda_guard guard(y);
     cudaStream_t stream = ampc_cuda_stream_of(y);
     const void *mp = ampc_data_ptr(mask);

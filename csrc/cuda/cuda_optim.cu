@@ -38,6 +38,12 @@ namespace {
         UPDATE##_f64 ARGS;                                                                                     \
     }
 
+/* A rule's options and coeffs types, and of(a): its options in the kernel arguments. */
+#define AMPC_RULE_TYPES(NAME)                                                    \
+    typedef ampc_##NAME##_options options;                                      \
+    typedef ampc_##NAME##_coeffs coeffs;                                        \
+    static const options *of(const ampc_fused_optim_args *a) { return a->NAME; }
+
 typedef ampc_mt_meta<AMPC_OPTIM_SLOTS, ampc_mt_capacity<AMPC_OPTIM_SLOTS>::value> optim_meta;
 
 /* ---------------------------------------------------------------- the rules, per op
@@ -45,9 +51,7 @@ typedef ampc_mt_meta<AMPC_OPTIM_SLOTS, ampc_mt_capacity<AMPC_OPTIM_SLOTS>::value
  * (cpu_optim.c's prepare); apply: one element, in float or double. */
 
 struct sgd_rule {
-    typedef ampc_sgd_options options;
-    static const options *of(const ampc_fused_optim_args *a) { return a->sgd; }
-    typedef ampc_sgd_coeffs coeffs;
+    AMPC_RULE_TYPES(sgd)
     static __device__ __forceinline__ coeffs make(const options &o, bool, float before) {
         return ampc_sgd_coeffs_for(&o, (double)before); /* momentum updates taken before this one */
     }
@@ -61,9 +65,7 @@ __device__ __forceinline__ double step_after(bool has_step, float before) {
 }
 
 struct adam_rule {
-    typedef ampc_adam_options options;
-    static const options *of(const ampc_fused_optim_args *a) { return a->adam; }
-    typedef ampc_adam_coeffs coeffs;
+    AMPC_RULE_TYPES(adam)
     static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before) {
         return ampc_adam_coeffs_for(&o, step_after(has_step, before));
     }
@@ -72,27 +74,21 @@ struct adam_rule {
 AMPC_RULE_APPLY(adam_rule, ampc_adam_update, (p, g, s0, s1, s2, &c))
 
 struct adadelta_rule {
-    typedef ampc_adadelta_options options;
-    static const options *of(const ampc_fused_optim_args *a) { return a->adadelta; }
-    typedef ampc_adadelta_coeffs coeffs;
+    AMPC_RULE_TYPES(adadelta)
     static __device__ __forceinline__ coeffs make(const options &o, bool, float) { return ampc_adadelta_coeffs_for(&o); }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *, const coeffs &c);
 };
 AMPC_RULE_APPLY(adadelta_rule, ampc_adadelta_update, (p, g, s0, s1, &c))
 
 struct rmsprop_rule {
-    typedef ampc_rmsprop_options options;
-    static const options *of(const ampc_fused_optim_args *a) { return a->rmsprop; }
-    typedef ampc_rmsprop_coeffs coeffs;
+    AMPC_RULE_TYPES(rmsprop)
     static __device__ __forceinline__ coeffs make(const options &o, bool, float) { return ampc_rmsprop_coeffs_for(&o); }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *s2, const coeffs &c);
 };
 AMPC_RULE_APPLY(rmsprop_rule, ampc_rmsprop_update, (p, g, s0, s1, s2, &c))
 
 struct adagrad_rule {
-    typedef ampc_adagrad_options options;
-    static const options *of(const ampc_fused_optim_args *a) { return a->adagrad; }
-    typedef ampc_adagrad_coeffs coeffs;
+    AMPC_RULE_TYPES(adagrad)
     static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before) {
         return ampc_adagrad_coeffs_for(&o, step_after(has_step, before));
     }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "amp_math.h"
-#include "dispatch.h"
+#include "kernel_args.h"
 
 static ampc_status check_scalar_tensor(const char *op, const char *name, const ampc_tensor *t, ampc_dtype dt,
                                        ampc_device dev) {
@@ -40,15 +40,8 @@ ampc_status ampc_amp_unscale_and_check_(int n, ampc_tensor *const *grads, ampc_t
     }
     AMPC_TRY(check_scalar_tensor(op, "found_inf", found_inf, AMPC_FLOAT32, dev));
     AMPC_TRY(check_scalar_tensor(op, "inv_scale", inv_scale, AMPC_FLOAT32, dev));
-    ampc_kernel_args args;
-    memset(&args, 0, sizeof args);
-    args.out[0] = found_inf;
-    args.n_out = 1;
-    args.in[0] = inv_scale;
-    args.n_in = 1;
-    args.list = grads;
-    args.n_list = n;
-    AMPC_TRY(ampc_dispatch(AMPC_OP_AMP_UNSCALE_CHECK, &args));
+    ampc_amp_unscale_args args = {.found_inf = found_inf, .inv_scale = inv_scale, .grads = grads, .grads_n = n};
+    AMPC_TRY(ampc_dispatch_amp_unscale(AMPC_OP_AMP_UNSCALE_CHECK, &args));
     for (int i = 0; i < n; i++) grads[i]->storage->version++;
     found_inf->storage->version++;
     return AMPC_OK;
@@ -86,22 +79,17 @@ ampc_status ampc_amp_update_scale_stats_(ampc_tensor *scale, ampc_tensor *growth
             return ampc_set_error(AMPC_E_VALUE, "%s: history must be a contiguous float32 tensor on the scale's device",
                                   op);
     }
-    ampc_kernel_args args;
-    memset(&args, 0, sizeof args);
-    args.out[0] = scale;
-    args.out[1] = growth_tracker;
-    args.out[2] = stats;
-    args.out[3] = stats ? history : NULL;
-    args.n_out = 4;
-    args.in[0] = found_inf;
-    args.n_in = 1;
-    args.scalars[0] = ampc_scalar_float(growth_factor);
-    args.scalars[1] = ampc_scalar_float(backoff_factor);
-    args.scalars[2] = ampc_scalar_float(min_scale);
-    args.scalars[3] = ampc_scalar_float(max_scale);
-    args.ints[0] = growth_interval;
-    args.n_ints = 1;
-    AMPC_TRY(ampc_dispatch(AMPC_OP_AMP_UPDATE_SCALE, &args));
+    ampc_amp_update_scale_args args = {.scale = scale,
+                                       .growth_tracker = growth_tracker,
+                                       .stats = stats,
+                                       .history = stats ? history : NULL,
+                                       .found_inf = found_inf,
+                                       .growth_factor = growth_factor,
+                                       .backoff_factor = backoff_factor,
+                                       .min_scale = min_scale,
+                                       .max_scale = max_scale,
+                                       .growth_interval = growth_interval};
+    AMPC_TRY(ampc_dispatch_amp_update_scale(AMPC_OP_AMP_UPDATE_SCALE, &args));
     scale->storage->version++;
     growth_tracker->storage->version++;
     return AMPC_OK;

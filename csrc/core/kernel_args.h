@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "dispatch.h"
+#include "optim.h" /* the fused optimizers' options (schema fused_optim) */
 
 #ifdef __cplusplus
 extern "C" {

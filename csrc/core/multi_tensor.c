@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dispatch.h"
+#include "kernel_args.h"
 
 /* Every tensor present, floating and on `dev`. */
 static ampc_status check_list(const char *op, int n, ampc_tensor *const *ts, ampc_device dev) {
@@ -55,14 +55,8 @@ ampc_tensor *ampc_multi_tensor_norm(int n, ampc_tensor *const *ts, double p) {
         if (!(flat[i] = ampc_contiguous(ts[i]))) goto done;
     out = ampc_empty(0, NULL, out_dtype, dev);
     if (!out) goto done;
-    ampc_kernel_args args;
-    memset(&args, 0, sizeof args);
-    args.out[0] = out;
-    args.n_out = 1;
-    args.scalars[0] = ampc_scalar_float(p);
-    args.list = flat;
-    args.n_list = n;
-    if (ampc_dispatch(AMPC_OP_GRAD_NORM, &args) != AMPC_OK) {
+    ampc_grad_norm_args args = {.out = out, .tensors = flat, .tensors_n = n, .p = p};
+    if (ampc_dispatch_grad_norm(AMPC_OP_GRAD_NORM, &args) != AMPC_OK) {
         ampc_tensor_decref(out);
         out = NULL;
     }
@@ -87,14 +81,9 @@ ampc_status ampc_multi_tensor_scale_(int n, ampc_tensor *const *ts, const ampc_t
         return ampc_set_error(AMPC_E_RUNTIME, "%s: scale is on %s but the tensors are on %s", op,
                               ampc_device_str(scale->device, a, sizeof a), ampc_device_str(dev, b, sizeof b));
     }
-    ampc_kernel_args args;
-    memset(&args, 0, sizeof args);
-    args.in[0] = scale;
-    args.n_in = 1;
-    args.list = ts;
-    args.n_list = n;
-    /* No outputs: the dispatcher picks the device from in[0], the scale, checked above. */
-    AMPC_TRY(ampc_dispatch(AMPC_OP_GRAD_SCALE, &args));
+    /* No outputs: the dispatcher picks the device from the scale, checked above. */
+    ampc_grad_scale_args args = {.scale = scale, .tensors = ts, .tensors_n = n};
+    AMPC_TRY(ampc_dispatch_grad_scale(AMPC_OP_GRAD_SCALE, &args));
     for (int i = 0; i < n; i++) ts[i]->storage->version++;
     return AMPC_OK;
 }

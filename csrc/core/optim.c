@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dispatch.h"
+#include "kernel_args.h"
 
 /* What one algorithm keeps per parameter: the names of its state buffers (NULL: slot unused under
  * these options) and whether it counts steps. */
@@ -112,7 +112,8 @@ static ampc_tensor *raw_view(const ampc_tensor *t) {
     return v;
 }
 
-static ampc_status fused_step(const optim_layout *L, const ampc_optim_tensors *t, const void *options) {
+/* `args` comes with the op's options field set; the tensors are filled in here. */
+static ampc_status fused_step(const optim_layout *L, const ampc_optim_tensors *t, ampc_fused_optim_args *args) {
     if (t->n < 0) return ampc_set_error(AMPC_E_VALUE, "%s: negative parameter count %d", ampc_op_name(L->op), t->n);
     if (t->n == 0) return AMPC_OK;
     if (!t->params || !t->grads)
@@ -149,19 +150,13 @@ static ampc_status fused_step(const optim_layout *L, const ampc_optim_tensors *t
         if (!slots[k]) st = ampc_last_status();
     }
     if (st == AMPC_OK) {
-        ampc_kernel_args args;
-        memset(&args, 0, sizeof args);
-        args.out[0] = t->params[0];
-        args.n_out = 1;
-        args.in[0] = t->grad_scale;
-        args.in[1] = t->found_inf;
-        args.n_in = 2;
-        args.ints[0] = AMPC_OPTIM_SLOTS;
-        args.n_ints = 1;
-        args.list = slots;
-        args.n_list = (int)total;
-        args.options = options;
-        st = ampc_dispatch(L->op, &args);
+        args->param0 = t->params[0];
+        args->grad_scale = t->grad_scale;
+        args->found_inf = t->found_inf;
+        args->slots = slots;
+        args->slots_n = (int)total;
+        args->slots_per_param = AMPC_OPTIM_SLOTS;
+        st = ampc_dispatch_fused_optim(L->op, args);
     }
     for (size_t k = 0; k < total; k++) {
         bool grad_slot = k % AMPC_OPTIM_SLOTS == AMPC_OPTIM_SLOT_GRAD;
@@ -186,27 +181,32 @@ ampc_status ampc_fused_sgd_(const ampc_optim_tensors *t, const ampc_sgd_options 
     optim_layout L = {AMPC_OP_FUSED_SGD, {momentum ? "momentum_buffer" : NULL, NULL, NULL}, momentum};
     if (o->nesterov && (o->momentum <= 0.0 || o->dampening != 0.0))
         return ampc_set_error(AMPC_E_VALUE, "Nesterov momentum requires a momentum and zero dampening");
-    return fused_step(&L, t, o);
+    ampc_fused_optim_args args = {.sgd = o};
+    return fused_step(&L, t, &args);
 }
 
 ampc_status ampc_fused_adam_(const ampc_optim_tensors *t, const ampc_adam_options *o) {
     optim_layout L = {AMPC_OP_FUSED_ADAM, {"exp_avg", "exp_avg_sq", o->amsgrad ? "max_exp_avg_sq" : NULL}, true};
-    return fused_step(&L, t, o);
+    ampc_fused_optim_args args = {.adam = o};
+    return fused_step(&L, t, &args);
 }
 
 ampc_status ampc_fused_adadelta_(const ampc_optim_tensors *t, const ampc_adadelta_options *o) {
     optim_layout L = {AMPC_OP_FUSED_ADADELTA, {"square_avg", "acc_delta", NULL}, true};
-    return fused_step(&L, t, o);
+    ampc_fused_optim_args args = {.adadelta = o};
+    return fused_step(&L, t, &args);
 }
 
 ampc_status ampc_fused_rmsprop_(const ampc_optim_tensors *t, const ampc_rmsprop_options *o) {
     optim_layout L = {AMPC_OP_FUSED_RMSPROP,
                       {"square_avg", o->momentum > 0.0 ? "momentum_buffer" : NULL, o->centered ? "grad_avg" : NULL},
                       true};
-    return fused_step(&L, t, o);
+    ampc_fused_optim_args args = {.rmsprop = o};
+    return fused_step(&L, t, &args);
 }
 
 ampc_status ampc_fused_adagrad_(const ampc_optim_tensors *t, const ampc_adagrad_options *o) {
     optim_layout L = {AMPC_OP_FUSED_ADAGRAD, {"sum", NULL, NULL}, true};
-    return fused_step(&L, t, o);
+    ampc_fused_optim_args args = {.adagrad = o};
+    return fused_step(&L, t, &args);
 }

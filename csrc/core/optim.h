@@ -78,10 +78,10 @@ ampc_status ampc_fused_rmsprop_(const ampc_optim_tensors *t, const ampc_rmsprop_
 /* state[0] sum. */
 ampc_status ampc_fused_adagrad_(const ampc_optim_tensors *t, const ampc_adagrad_options *o);
 
-/* Kernel layout (ops.def, FUSED_* rows): args.list holds AMPC_OPTIM_SLOTS tensors per parameter in
- * this order, NULL for an unused slot; args.ints[0] = AMPC_OPTIM_SLOTS; args.in[0] grad_scale and
- * args.in[1] found_inf (either may be NULL); args.out[0] the first param (it picks the device);
- * args.options points to the op's ampc_*_options. Every tensor in the list is contiguous. */
+/* Kernel layout (ops.def, FUSED_* rows, schema fused_optim): slots holds AMPC_OPTIM_SLOTS
+ * (slots_per_param) tensors per parameter in this order, NULL for an unused slot; grad_scale and
+ * found_inf may be NULL; param0 is the first param (it picks the device); the op's options ride in
+ * their own field (sgd, adam, ...). Every tensor in the list is contiguous. */
 enum {
     AMPC_OPTIM_SLOT_PARAM,
     AMPC_OPTIM_SLOT_GRAD,

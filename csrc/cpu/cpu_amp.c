@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "../core/amp_math.h"
+#include "../core/kernel_args.h"
 #include "cpu_backend.h"
 #include "cpu_dtype_loops.h"
 #include "cpu_iter.h"
@@ -113,11 +114,13 @@ static void unscale_f64(char **d, const int64_t *s, int64_t n, const void *c) {
     if (bad) __atomic_store_n(&ctx->found, 1, __ATOMIC_RELAXED);
 }
 
-static ampc_status cpu_unscale_check(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cpu_unscale_check(ampc_op op, const ampc_kernel_args *args) {
     (void)op;
-    unscale_ctx ctx = {*(const float *)ampc_data_ptr(a->in[0]), 0};
-    for (int i = 0; i < a->n_list; i++) {
-        ampc_tensor *g = a->list[i];
+    const ampc_amp_unscale_args *a = ampc_args_amp_unscale(args);
+    if (!a) return ampc_last_status();
+    unscale_ctx ctx = {*(const float *)ampc_data_ptr(a->inv_scale), 0};
+    for (int i = 0; i < a->grads_n; i++) {
+        ampc_tensor *g = a->grads[i];
         ampc_cpu_loop_fn fn = g->dtype == AMPC_FLOAT32    ? unscale_f32
                               : g->dtype == AMPC_FLOAT16  ? unscale_f16
                               : g->dtype == AMPC_BFLOAT16 ? unscale_bf16
@@ -126,21 +129,22 @@ static ampc_status cpu_unscale_check(ampc_op op, const ampc_kernel_args *a) {
         AMPC_TRY(ampc_cpu_iter_init(&it, 1, &g, 0, NULL));
         ampc_cpu_iter_run(&it, fn, &ctx);
     }
-    if (ctx.found) *(float *)ampc_data_ptr(a->out[0]) = 1.0f;
+    if (ctx.found) *(float *)ampc_data_ptr(a->found_inf) = 1.0f;
     return AMPC_OK;
 }
 
-static ampc_status cpu_update_scale(ampc_op op, const ampc_kernel_args *a) {
+static ampc_status cpu_update_scale(ampc_op op, const ampc_kernel_args *args) {
     (void)op;
-    float *scale = (float *)ampc_data_ptr(a->out[0]);
-    int32_t *tracker = (int32_t *)ampc_data_ptr(a->out[1]);
-    float found_inf = *(const float *)ampc_data_ptr(a->in[0]);
-    ampc_amp_update_scale_math(scale, tracker, found_inf, a->scalars[0].v.f, a->scalars[1].v.f, a->ints[0],
-                               a->scalars[2].v.f, a->scalars[3].v.f);
-    if (a->out[2])
-        ampc_amp_record_stats((int64_t *)ampc_data_ptr(a->out[2]),
-                              a->out[3] ? (float *)ampc_data_ptr(a->out[3]) : NULL,
-                              a->out[3] ? ampc_numel(a->out[3]) : 0, found_inf, *scale);
+    const ampc_amp_update_scale_args *a = ampc_args_amp_update_scale(args);
+    if (!a) return ampc_last_status();
+    float *scale = (float *)ampc_data_ptr(a->scale);
+    int32_t *tracker = (int32_t *)ampc_data_ptr(a->growth_tracker);
+    float found_inf = *(const float *)ampc_data_ptr(a->found_inf);
+    ampc_amp_update_scale_math(scale, tracker, found_inf, a->growth_factor, a->backoff_factor, a->growth_interval,
+                               a->min_scale, a->max_scale);
+    if (a->stats)
+        ampc_amp_record_stats((int64_t *)ampc_data_ptr(a->stats), a->history ? (float *)ampc_data_ptr(a->history) : NULL,
+                              a->history ? ampc_numel(a->history) : 0, found_inf, *scale);
     return AMPC_OK;
 }
 

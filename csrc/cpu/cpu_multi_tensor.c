@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../core/kernel_args.h"
 #include "cpu_backend.h"
 #include "cpu_dtype_loops.h"
 #include "cpu_iter.h"
@@ -92,21 +93,22 @@ typedef struct {
 
 /* Chunks of every tensor with `keep` set (NULL: all), in list order. Returns the count, or -1
  * when out of memory (*out NULL). */
-static int64_t split_into_chunks(const ampc_kernel_args *a, const bool *keep, chunk **out, int64_t *total) {
+static int64_t split_into_chunks(int n_list, ampc_tensor *const *list, const bool *keep, chunk **out,
+                                 int64_t *total) {
     int64_t n_chunks = 0;
     *total = 0;
-    for (int i = 0; i < a->n_list; i++) {
+    for (int i = 0; i < n_list; i++) {
         if (keep && !keep[i]) continue;
-        int64_t n = ampc_numel(a->list[i]);
+        int64_t n = ampc_numel(list[i]);
         n_chunks += (n + CHUNK - 1) / CHUNK;
         *total += n;
     }
     *out = (chunk *)malloc((size_t)(n_chunks ? n_chunks : 1) * sizeof **out);
     if (!*out) return -1;
     int64_t c = 0;
-    for (int i = 0; i < a->n_list; i++) {
+    for (int i = 0; i < n_list; i++) {
         if (keep && !keep[i]) continue;
-        const ampc_tensor *x = a->list[i];
+        const ampc_tensor *x = list[i];
         char *base = (char *)ampc_data_ptr(x);
         size_t item = ampc_dtype_itemsize(x->dtype);
         int64_t n = ampc_numel(x);
@@ -125,14 +127,16 @@ static double norm_chunk(const chunk *t, norm_kind k, double p) {
     }
 }
 
-static ampc_status cpu_grad_norm(ampc_op op, const ampc_kernel_args *a) {
-    double p = a->scalars[0].v.f;
+static ampc_status cpu_grad_norm(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_grad_norm_args *a = ampc_args_grad_norm(args);
+    if (!a) return ampc_last_status();
+    double p = a->p;
     norm_kind k = kind_of(p);
     chunk *chunks;
     int64_t total;
-    int64_t n_chunks = split_into_chunks(a, NULL, &chunks, &total);
+    int64_t n_chunks = split_into_chunks(a->tensors_n, a->tensors, NULL, &chunks, &total);
     if (n_chunks < 0)
-        return ampc_set_error(AMPC_E_NOMEM, "%s: out of host memory for %d tensors", ampc_op_name(op), a->n_list);
+        return ampc_set_error(AMPC_E_NOMEM, "%s: out of host memory for %d tensors", ampc_op_name(op), a->tensors_n);
     double *partial = (double *)malloc((size_t)(n_chunks ? n_chunks : 1) * sizeof *partial);
     if (!partial) {
         free(chunks);
@@ -152,7 +156,7 @@ static ampc_status cpu_grad_norm(ampc_op op, const ampc_kernel_args *a) {
     free(partial);
     if (k == NORM_TWO) result = sqrt(result);
     else if (k == NORM_P && n_chunks > 0) result = pow(result, 1.0 / p);
-    ampc_tensor *out = a->out[0];
+    ampc_tensor *out = a->out;
     if (out->dtype == AMPC_FLOAT64) *(double *)ampc_data_ptr(out) = result;
     else *(float *)ampc_data_ptr(out) = (float)result;
     return AMPC_OK;
@@ -195,17 +199,19 @@ static double load_one(const ampc_tensor *t) {
     }
 }
 
-static ampc_status cpu_grad_scale(ampc_op op, const ampc_kernel_args *a) {
-    double scale = load_one(a->in[0]);
-    bool *contiguous = (bool *)malloc((size_t)(a->n_list ? a->n_list : 1) * sizeof *contiguous);
+static ampc_status cpu_grad_scale(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_grad_scale_args *a = ampc_args_grad_scale(args);
+    if (!a) return ampc_last_status();
+    double scale = load_one(a->scale);
+    bool *contiguous = (bool *)malloc((size_t)(a->tensors_n ? a->tensors_n : 1) * sizeof *contiguous);
     if (!contiguous) return ampc_set_error(AMPC_E_NOMEM, "%s: out of host memory", ampc_op_name(op));
-    for (int i = 0; i < a->n_list; i++) contiguous[i] = ampc_is_contiguous(a->list[i]);
+    for (int i = 0; i < a->tensors_n; i++) contiguous[i] = ampc_is_contiguous(a->tensors[i]);
     chunk *chunks;
     int64_t total;
-    int64_t n_chunks = split_into_chunks(a, contiguous, &chunks, &total);
+    int64_t n_chunks = split_into_chunks(a->tensors_n, a->tensors, contiguous, &chunks, &total);
     if (n_chunks < 0) {
         free(contiguous);
-        return ampc_set_error(AMPC_E_NOMEM, "%s: out of host memory for %d tensors", ampc_op_name(op), a->n_list);
+        return ampc_set_error(AMPC_E_NOMEM, "%s: out of host memory for %d tensors", ampc_op_name(op), a->tensors_n);
     }
 #pragma omp parallel for schedule(static) if (total >= PARALLEL_ELEMENTS)
     for (int64_t j = 0; j < n_chunks; j++) {
@@ -215,8 +221,8 @@ static ampc_status cpu_grad_scale(ampc_op op, const ampc_kernel_args *a) {
     free(chunks);
     /* the rare strided tensor (a view of a bigger grad) goes through the strided iterator */
     ampc_status st = AMPC_OK;
-    for (int i = 0; i < a->n_list && st == AMPC_OK; i++) {
-        ampc_tensor *x = a->list[i];
+    for (int i = 0; i < a->tensors_n && st == AMPC_OK; i++) {
+        ampc_tensor *x = a->tensors[i];
         if (contiguous[i] || ampc_numel(x) == 0) continue;
         ampc_cpu_iter it;
         st = ampc_cpu_iter_init(&it, 1, &x, 0, NULL);

@@ -16,7 +16,7 @@
  * Results do not change: no reassociation, no contraction. */
 #pragma GCC optimize("no-trapping-math")
 
-#include "../core/dispatch.h"
+#include "../core/kernel_args.h"
 #include "../core/optim.h"
 #include "../core/optim_math.h"
 #include "cpu_backend.h"
@@ -76,18 +76,18 @@ static row_f32_fn pick_row_f32(void) {
 }
 
 /* Steps the counter (unless this op has none) and returns the coefficients of this parameter. */
-static optim_coeffs prepare(ampc_op op, const void *options, ampc_tensor *step) {
+static optim_coeffs prepare(ampc_op op, const ampc_fused_optim_args *a, ampc_tensor *step) {
     optim_coeffs c = {0};
     float *s = step ? (float *)ampc_data_ptr(step) : NULL;
     float before = s ? *s : 0.0f;
     if (s) *s = before + 1.0f; /* step_t += 1, in float32 as PyTorch's step tensor */
     double after = s ? (double)*s : 1.0;
     switch (op) {
-    case AMPC_OP_FUSED_SGD: c.sgd = ampc_sgd_coeffs_for((const ampc_sgd_options *)options, before); break;
-    case AMPC_OP_FUSED_ADAM: c.adam = ampc_adam_coeffs_for((const ampc_adam_options *)options, after); break;
-    case AMPC_OP_FUSED_ADADELTA: c.adadelta = ampc_adadelta_coeffs_for((const ampc_adadelta_options *)options); break;
-    case AMPC_OP_FUSED_RMSPROP: c.rmsprop = ampc_rmsprop_coeffs_for((const ampc_rmsprop_options *)options); break;
-    default: c.adagrad = ampc_adagrad_coeffs_for((const ampc_adagrad_options *)options, after); break;
+    case AMPC_OP_FUSED_SGD: c.sgd = ampc_sgd_coeffs_for(a->sgd, before); break;
+    case AMPC_OP_FUSED_ADAM: c.adam = ampc_adam_coeffs_for(a->adam, after); break;
+    case AMPC_OP_FUSED_ADADELTA: c.adadelta = ampc_adadelta_coeffs_for(a->adadelta); break;
+    case AMPC_OP_FUSED_RMSPROP: c.rmsprop = ampc_rmsprop_coeffs_for(a->rmsprop); break;
+    default: c.adagrad = ampc_adagrad_coeffs_for(a->adagrad, after); break;
     }
     return c;
 }
@@ -161,19 +161,35 @@ typedef struct work_item {
     int64_t start, len;
 } work_item;
 
-static ampc_status cpu_fused_step(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_tensor *grad_scale = a->in[0], *found_inf = a->in[1];
+/* The op's options field, or NULL when the frontend left it unset. */
+static const void *options_of(ampc_op op, const ampc_fused_optim_args *a) {
+    switch (op) {
+    case AMPC_OP_FUSED_SGD: return a->sgd;
+    case AMPC_OP_FUSED_ADAM: return a->adam;
+    case AMPC_OP_FUSED_ADADELTA: return a->adadelta;
+    case AMPC_OP_FUSED_RMSPROP: return a->rmsprop;
+    default: return a->adagrad;
+    }
+}
+
+static ampc_status cpu_fused_step(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_fused_optim_args *a = ampc_args_fused_optim(args);
+    if (!a) return ampc_last_status();
+    if (a->slots_per_param != AMPC_OPTIM_SLOTS || a->slots_n % AMPC_OPTIM_SLOTS != 0 || !options_of(op, a))
+        return ampc_set_error(AMPC_E_RUNTIME, "%s: unexpected kernel arguments (%d tensors, %d slots)",
+                              ampc_op_name(op), a->slots_n, a->slots_per_param);
+    const ampc_tensor *grad_scale = a->grad_scale, *found_inf = a->found_inf;
     if (found_inf && *(const float *)ampc_data_ptr(found_inf) != 0.0f) return AMPC_OK;
     bool has_gs = grad_scale != NULL;
     float gs = has_gs ? *(const float *)ampc_data_ptr(grad_scale) : 1.0f;
     row_f32_fn row = pick_row_f32();
-    int per = (int)a->ints[0];
-    int n = a->n_list / per;
+    const int per = AMPC_OPTIM_SLOTS;
+    int n = a->slots_n / per;
 
     optim_coeffs *coeffs = (optim_coeffs *)malloc(sizeof *coeffs * (size_t)n);
     int64_t n_items = 0, total = 0;
     for (int i = 0; i < n; i++) {
-        int64_t numel = ampc_numel(a->list[(size_t)i * per + AMPC_OPTIM_SLOT_PARAM]);
+        int64_t numel = ampc_numel(a->slots[(size_t)i * per + AMPC_OPTIM_SLOT_PARAM]);
         n_items += (numel + CHUNK - 1) / CHUNK;
         total += numel;
     }
@@ -185,15 +201,15 @@ static ampc_status cpu_fused_step(ampc_op op, const ampc_kernel_args *a) {
     }
     int64_t w = 0;
     for (int i = 0; i < n; i++) {
-        ampc_tensor *const *slots = a->list + (size_t)i * per;
-        coeffs[i] = prepare(op, a->options, slots[AMPC_OPTIM_SLOT_STEP]);
+        ampc_tensor *const *slots = a->slots + (size_t)i * per;
+        coeffs[i] = prepare(op, a, slots[AMPC_OPTIM_SLOT_STEP]);
         int64_t numel = ampc_numel(slots[AMPC_OPTIM_SLOT_PARAM]);
         for (int64_t s = 0; s < numel; s += CHUNK) items[w++] = (work_item){i, s, numel - s < CHUNK ? numel - s : CHUNK};
     }
 #pragma omp parallel for schedule(dynamic) if (total >= PARALLEL_MIN)
     for (int64_t k = 0; k < n_items; k++) {
         const work_item *it = &items[k];
-        update_range(row, op, a->list + (size_t)it->param * per, it->start, it->len, &coeffs[it->param], has_gs, gs);
+        update_range(row, op, a->slots + (size_t)it->param * per, it->start, it->len, &coeffs[it->param], has_gs, gs);
     }
     free(items);
     free(coeffs);

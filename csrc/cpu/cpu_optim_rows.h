@@ -12,14 +12,19 @@
 
 #define ROW_INLINE ROW_ATTR static inline __attribute__((always_inline))
 
+/* The body of every loop: gk, the grad of element k (divided by gs and written back when has_gs),
+ * then UPDATE, the rule's call for element k. */
+#define ROW_EACH_GRAD(UPDATE)                   \
+    for (int64_t k = 0; k < n; k++) {           \
+        ROW_T gk = g[k];                        \
+        if (has_gs) g[k] = gk = gk / gs;        \
+        UPDATE;                                 \
+    }
+
 ROW_INLINE void ROW_FN(sgd_loop)(int64_t n, ROW_T *restrict p, ROW_T *restrict g, ROW_T *restrict buf,
                                  ampc_sgd_coeffs c, ROW_T gs, bool has_gs, bool use_momentum) {
     c.use_momentum = use_momentum;
-    for (int64_t k = 0; k < n; k++) {
-        ROW_T gk = g[k];
-        if (has_gs) g[k] = gk = gk / gs;
-        ROW_MATH(ampc_sgd_update)(p + k, gk, buf + k, &c);
-    }
+    ROW_EACH_GRAD(ROW_MATH(ampc_sgd_update)(p + k, gk, buf + k, &c));
 }
 
 ROW_ATTR static void ROW_FN(sgd_row)(int64_t n, ROW_T *p, ROW_T *g, ROW_T *buf, const ampc_sgd_coeffs *c, ROW_T gs,
@@ -36,11 +41,7 @@ ROW_INLINE void ROW_FN(adam_loop)(int64_t n, ROW_T *restrict p, ROW_T *restrict 
                                   ROW_T *restrict v, ROW_T *restrict vmax, ampc_adam_coeffs c, ROW_T gs, bool has_gs,
                                   bool amsgrad) {
     c.amsgrad = amsgrad;
-    for (int64_t k = 0; k < n; k++) {
-        ROW_T gk = g[k];
-        if (has_gs) g[k] = gk = gk / gs;
-        ROW_MATH(ampc_adam_update)(p + k, gk, m + k, v + k, vmax + k, &c);
-    }
+    ROW_EACH_GRAD(ROW_MATH(ampc_adam_update)(p + k, gk, m + k, v + k, vmax + k, &c));
 }
 
 ROW_ATTR static void ROW_FN(adam_row)(int64_t n, ROW_T *p, ROW_T *g, ROW_T *m, ROW_T *v, ROW_T *vmax,
@@ -55,11 +56,7 @@ ROW_ATTR static void ROW_FN(adam_row)(int64_t n, ROW_T *p, ROW_T *g, ROW_T *m, R
 
 ROW_INLINE void ROW_FN(adadelta_loop)(int64_t n, ROW_T *restrict p, ROW_T *restrict g, ROW_T *restrict sq,
                                       ROW_T *restrict acc, ampc_adadelta_coeffs c, ROW_T gs, bool has_gs) {
-    for (int64_t k = 0; k < n; k++) {
-        ROW_T gk = g[k];
-        if (has_gs) g[k] = gk = gk / gs;
-        ROW_MATH(ampc_adadelta_update)(p + k, gk, sq + k, acc + k, &c);
-    }
+    ROW_EACH_GRAD(ROW_MATH(ampc_adadelta_update)(p + k, gk, sq + k, acc + k, &c));
 }
 
 ROW_ATTR static void ROW_FN(adadelta_row)(int64_t n, ROW_T *p, ROW_T *g, ROW_T *sq, ROW_T *acc, const ampc_adadelta_coeffs *c,
@@ -75,11 +72,7 @@ ROW_INLINE void ROW_FN(rmsprop_loop)(int64_t n, ROW_T *restrict p, ROW_T *restri
                                      bool has_gs, bool momentum, bool centered) {
     if (!momentum) c.momentum = 0.0;
     c.centered = centered;
-    for (int64_t k = 0; k < n; k++) {
-        ROW_T gk = g[k];
-        if (has_gs) g[k] = gk = gk / gs;
-        ROW_MATH(ampc_rmsprop_update)(p + k, gk, sq + k, buf + k, ga + k, &c);
-    }
+    ROW_EACH_GRAD(ROW_MATH(ampc_rmsprop_update)(p + k, gk, sq + k, buf + k, ga + k, &c));
 }
 
 /* The momentum > 0 test is made here so the loop instance knows it as a constant. */
@@ -101,11 +94,7 @@ ROW_ATTR static void ROW_FN(rmsprop_row)(int64_t n, ROW_T *p, ROW_T *g, ROW_T *s
 
 ROW_INLINE void ROW_FN(adagrad_loop)(int64_t n, ROW_T *restrict p, ROW_T *restrict g, ROW_T *restrict sum,
                                      ampc_adagrad_coeffs c, ROW_T gs, bool has_gs) {
-    for (int64_t k = 0; k < n; k++) {
-        ROW_T gk = g[k];
-        if (has_gs) g[k] = gk = gk / gs;
-        ROW_MATH(ampc_adagrad_update)(p + k, gk, sum + k, &c);
-    }
+    ROW_EACH_GRAD(ROW_MATH(ampc_adagrad_update)(p + k, gk, sum + k, &c));
 }
 
 ROW_ATTR static void ROW_FN(adagrad_row)(int64_t n, ROW_T *p, ROW_T *g, ROW_T *sum, const ampc_adagrad_coeffs *c, ROW_T gs,
@@ -128,4 +117,5 @@ ROW_ATTR static void ROW_FN(row)(ampc_op op, int64_t n, ROW_T *p, ROW_T *g, ROW_
     }
 }
 
+#undef ROW_EACH_GRAD
 #undef ROW_INLINE

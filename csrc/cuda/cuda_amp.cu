@@ -10,7 +10,10 @@
  * through its strided iterator. */
 #include <math.h>
 
+#include <type_traits>
+
 #include "../core/amp_math.h"
+#include "../core/kernel_args.h"
 #include "cuda_multi_tensor.cuh"
 
 namespace {
@@ -25,11 +28,11 @@ template <typename T> constexpr int vec_width() { return (int)(16 / sizeof(T)); 
 
 /* Packs the dense tensors of dtype dt in the list (one pointer each) and runs launch per batch. */
 template <typename Launch>
-ampc_status for_dense_of_dtype(const ampc_kernel_args *a, ampc_dtype dt, Launch launch) {
+ampc_status for_dense_of_dtype(int n_list, ampc_tensor *const *list, ampc_dtype dt, Launch launch) {
     return ampc_mt_apply<1, ampc_mt_capacity<1>::value>(
-        a->n_list,
+        n_list,
         [&](int i, void **p, int64_t *n) {
-            const ampc_tensor *t = a->list[i];
+            const ampc_tensor *t = list[i];
             if (t->dtype != dt || !ampc_mt_is_dense(t)) return false;
             p[0] = ampc_data_ptr(t);
             *n = ampc_numel(t);
@@ -37,6 +40,31 @@ ampc_status for_dense_of_dtype(const ampc_kernel_args *a, ampc_dtype dt, Launch 
         },
         launch);
 }
+
+/* An in-place pass over every tensor of a list of mixed floating dtypes: dense(T *tag, meta, blocks)
+ * launches the list kernel on each batch of dense tensors of dtype T (tag is a null T *), then
+ * strided(T *base, layout, n) launches on each non-empty tensor that is not one dense block. */
+template <typename Dense, typename Strided>
+ampc_status for_each_in_place(const char *name, int n_list, ampc_tensor *const *list, Dense dense, Strided strided) {
+    for (ampc_dtype dt : kFloatingDtypes) {
+        AMPC_CUDA_SWITCH_FLOATING(dt, name, {
+            AMPC_TRY(for_dense_of_dtype(n_list, list, dt, [&](const meta1 &m, int blocks, int64_t) -> ampc_status {
+                return dense((scalar_t *)nullptr, m, blocks);
+            }));
+        })
+    }
+    for (int i = 0; i < n_list; i++) {
+        ampc_tensor *t = list[i];
+        int64_t n = ampc_numel(t);
+        if (n == 0 || ampc_mt_is_dense(t)) continue;
+        const ampc_cuda_layout layout = ampc_cuda_layout_of(t);
+        AMPC_CUDA_SWITCH_FLOATING(t->dtype, name, { AMPC_TRY(strided((scalar_t *)ampc_data_ptr(t), layout, n)); })
+    }
+    return AMPC_OK;
+}
+
+/* The element type of a T * argument of dense/strided (a generic lambda's `auto *`). */
+#define ELEM_T(ptr) typename std::remove_pointer<decltype(ptr)>::type
 
 /* ---------------------------------------------------------------- AMP_UNSCALE_CHECK */
 
@@ -87,34 +115,27 @@ __global__ void unscale_strided_kernel(ampc_cuda_layout layout, int64_t n, T *ba
     if (bad) *found_inf = 1.0f;
 }
 
-ampc_status cuda_unscale_check(ampc_op op, const ampc_kernel_args *a) {
-    const char *name = ampc_op_name(op);
-    ampc_tensor *found = a->out[0];
+ampc_status cuda_unscale_check(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_amp_unscale_args *a = ampc_args_amp_unscale(args);
+    if (!a) return ampc_last_status();
+    ampc_tensor *found = a->found_inf;
     ampc_cuda_guard guard(found);
     cudaStream_t stream = ampc_cuda_stream_of(found);
     float *found_inf = (float *)ampc_data_ptr(found);
-    const float *inv_scale = (const float *)ampc_data_ptr(a->in[0]);
-    for (ampc_dtype dt : kFloatingDtypes) {
-        AMPC_CUDA_SWITCH_FLOATING(dt, name, {
-            AMPC_TRY(for_dense_of_dtype(a, dt, [&](const meta1 &m, int blocks, int64_t) -> ampc_status {
-                unscale_kernel<scalar_t><<<blocks, AMPC_MT_THREADS, 0, stream>>>(m, inv_scale, found_inf);
-                AMPC_CUDA_CHECK_LAUNCH();
-                return AMPC_OK;
-            }));
-        })
-    }
-    for (int i = 0; i < a->n_list; i++) {
-        ampc_tensor *t = a->list[i];
-        int64_t n = ampc_numel(t);
-        if (n == 0 || ampc_mt_is_dense(t)) continue;
-        const ampc_cuda_layout layout = ampc_cuda_layout_of(t);
-        AMPC_CUDA_SWITCH_FLOATING(t->dtype, name, {
-            unscale_strided_kernel<scalar_t><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(
-                layout, n, (scalar_t *)ampc_data_ptr(t), inv_scale, found_inf);
+    const float *inv_scale = (const float *)ampc_data_ptr(a->inv_scale);
+    return for_each_in_place(
+        ampc_op_name(op), a->grads_n, a->grads,
+        [&](auto *tag, const meta1 &m, int blocks) -> ampc_status {
+            unscale_kernel<ELEM_T(tag)><<<blocks, AMPC_MT_THREADS, 0, stream>>>(m, inv_scale, found_inf);
             AMPC_CUDA_CHECK_LAUNCH();
-        })
-    }
-    return AMPC_OK;
+            return AMPC_OK;
+        },
+        [&](auto *base, const ampc_cuda_layout &layout, int64_t n) -> ampc_status {
+            unscale_strided_kernel<ELEM_T(base)><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(
+                layout, n, base, inv_scale, found_inf);
+            AMPC_CUDA_CHECK_LAUNCH();
+            return AMPC_OK;
+        });
 }
 
 /* ---------------------------------------------------------------- AMP_UPDATE_SCALE */
@@ -129,17 +150,19 @@ __global__ void update_scale_kernel(float *scale, int32_t *tracker, const float 
     if (stats) ampc_amp_record_stats(stats, history, cap, f, *scale);
 }
 
-ampc_status cuda_update_scale(ampc_op op, const ampc_kernel_args *a) {
+ampc_status cuda_update_scale(ampc_op op, const ampc_kernel_args *args) {
     (void)op;
-    ampc_tensor *scale = a->out[0];
+    const ampc_amp_update_scale_args *a = ampc_args_amp_update_scale(args);
+    if (!a) return ampc_last_status();
+    ampc_tensor *scale = a->scale;
     ampc_cuda_guard guard(scale);
     cudaStream_t stream = ampc_cuda_stream_of(scale);
-    int64_t *stats = a->out[2] ? (int64_t *)ampc_data_ptr(a->out[2]) : NULL;
-    float *history = a->out[2] && a->out[3] ? (float *)ampc_data_ptr(a->out[3]) : NULL;
-    int64_t cap = history ? ampc_numel(a->out[3]) : 0;
-    update_scale_kernel<<<1, 1, 0, stream>>>((float *)ampc_data_ptr(scale), (int32_t *)ampc_data_ptr(a->out[1]),
-                                             (const float *)ampc_data_ptr(a->in[0]), a->scalars[0].v.f,
-                                             a->scalars[1].v.f, a->ints[0], a->scalars[2].v.f, a->scalars[3].v.f,
+    int64_t *stats = a->stats ? (int64_t *)ampc_data_ptr(a->stats) : NULL;
+    float *history = a->stats && a->history ? (float *)ampc_data_ptr(a->history) : NULL;
+    int64_t cap = history ? ampc_numel(a->history) : 0;
+    update_scale_kernel<<<1, 1, 0, stream>>>((float *)ampc_data_ptr(scale), (int32_t *)ampc_data_ptr(a->growth_tracker),
+                                             (const float *)ampc_data_ptr(a->found_inf), a->growth_factor,
+                                             a->backoff_factor, a->growth_interval, a->min_scale, a->max_scale,
                                              stats, history, cap);
     AMPC_CUDA_CHECK_LAUNCH();
     return AMPC_OK;
@@ -232,20 +255,20 @@ __global__ void __launch_bounds__(AMPC_MT_THREADS)
     }
 }
 
-template <int K> ampc_status run_norm(ampc_op op, const ampc_kernel_args *a, double p) {
+template <int K> ampc_status run_norm(ampc_op op, const ampc_grad_norm_args *a, double p) {
     const char *name = ampc_op_name(op);
-    ampc_tensor *out = a->out[0];
+    ampc_tensor *out = a->out;
     ampc_cuda_guard guard(out);
     cudaStream_t stream = ampc_cuda_stream_of(out);
     /* The frontend hands contiguous tensors only, so every one is a dense block. */
-    int64_t total = ampc_mt_total_blocks(a->n_list, [&](int i) { return ampc_numel(a->list[i]); });
+    int64_t total = ampc_mt_total_blocks(a->tensors_n, [&](int i) { return ampc_numel(a->tensors[i]); });
     ampc_cuda_scratch partial((int)out->device.index, (size_t)total * sizeof(double));
     if (!partial.ok()) return ampc_last_status();
     double *base = partial.as<double>();
     int64_t done = 0;
     for (ampc_dtype dt : kFloatingDtypes) {
         AMPC_CUDA_SWITCH_FLOATING(dt, name, {
-            AMPC_TRY(for_dense_of_dtype(a, dt, [&](const meta1 &m, int blocks, int64_t) -> ampc_status {
+            AMPC_TRY(for_dense_of_dtype(a->tensors_n, a->tensors, dt, [&](const meta1 &m, int blocks, int64_t) -> ampc_status {
                 norm_partial_kernel<scalar_t, K><<<blocks, AMPC_MT_THREADS, 0, stream>>>(m, p, base + done);
                 AMPC_CUDA_CHECK_LAUNCH();
                 done += blocks;
@@ -261,8 +284,10 @@ template <int K> ampc_status run_norm(ampc_op op, const ampc_kernel_args *a, dou
     return AMPC_OK;
 }
 
-ampc_status cuda_grad_norm(ampc_op op, const ampc_kernel_args *a) {
-    double p = a->scalars[0].v.f;
+ampc_status cuda_grad_norm(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_grad_norm_args *a = ampc_args_grad_norm(args);
+    if (!a) return ampc_last_status();
+    double p = a->p;
     switch (kind_of(p)) {
     case NORM_ZERO: return run_norm<NORM_ZERO>(op, a, p);
     case NORM_ONE: return run_norm<NORM_ONE>(op, a, p);
@@ -306,35 +331,30 @@ __global__ void scale_strided_kernel(ampc_cuda_layout layout, int64_t n, T *base
     }
 }
 
-ampc_status cuda_grad_scale(ampc_op op, const ampc_kernel_args *a) {
-    const char *name = ampc_op_name(op);
-    if (a->n_list == 0) return AMPC_OK;
-    ampc_cuda_guard guard(a->list[0]);
-    cudaStream_t stream = ampc_cuda_stream_of(a->list[0]);
-    const void *scale = ampc_data_ptr(a->in[0]);
-    const int scale_dtype = (int)a->in[0]->dtype;
-    for (ampc_dtype dt : kFloatingDtypes) {
-        AMPC_CUDA_SWITCH_FLOATING(dt, name, {
-            AMPC_TRY(for_dense_of_dtype(a, dt, [&](const meta1 &m, int blocks, int64_t) -> ampc_status {
-                scale_kernel<scalar_t><<<blocks, AMPC_MT_THREADS, 0, stream>>>(m, scale, scale_dtype);
-                AMPC_CUDA_CHECK_LAUNCH();
-                return AMPC_OK;
-            }));
-        })
-    }
-    for (int i = 0; i < a->n_list; i++) {
-        ampc_tensor *t = a->list[i];
-        int64_t n = ampc_numel(t);
-        if (n == 0 || ampc_mt_is_dense(t)) continue;
-        const ampc_cuda_layout layout = ampc_cuda_layout_of(t);
-        AMPC_CUDA_SWITCH_FLOATING(t->dtype, name, {
-            scale_strided_kernel<scalar_t><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(
-                layout, n, (scalar_t *)ampc_data_ptr(t), scale, scale_dtype);
+ampc_status cuda_grad_scale(ampc_op op, const ampc_kernel_args *args) {
+    const ampc_grad_scale_args *a = ampc_args_grad_scale(args);
+    if (!a) return ampc_last_status();
+    if (a->tensors_n == 0) return AMPC_OK;
+    ampc_cuda_guard guard(a->tensors[0]);
+    cudaStream_t stream = ampc_cuda_stream_of(a->tensors[0]);
+    const void *scale = ampc_data_ptr(a->scale);
+    const int scale_dtype = (int)a->scale->dtype;
+    return for_each_in_place(
+        ampc_op_name(op), a->tensors_n, a->tensors,
+        [&](auto *tag, const meta1 &m, int blocks) -> ampc_status {
+            scale_kernel<ELEM_T(tag)><<<blocks, AMPC_MT_THREADS, 0, stream>>>(m, scale, scale_dtype);
             AMPC_CUDA_CHECK_LAUNCH();
-        })
-    }
-    return AMPC_OK;
+            return AMPC_OK;
+        },
+        [&](auto *base, const ampc_cuda_layout &layout, int64_t n) -> ampc_status {
+            scale_strided_kernel<ELEM_T(base)><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(
+                layout, n, base, scale, scale_dtype);
+            AMPC_CUDA_CHECK_LAUNCH();
+            return AMPC_OK;
+        });
 }
+
+#undef ELEM_T
 
 } // namespace
 

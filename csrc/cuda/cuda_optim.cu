@@ -17,11 +17,32 @@
  * contiguous (the frontend copies the rare strided one). Arithmetic in fp32 (fp64 for fp64
  * params), each stored value rounded once; with master weights the fp32 master and state are
  * updated and the parameter receives the rounded master. */
+#include "../core/kernel_args.h"
 #include "../core/optim.h"
 #include "../core/optim_math.h"
 #include "cuda_multi_tensor.cuh"
 
 namespace {
+
+/* Rule::apply in float and double: the optim_math.h rule UPDATE##_f32 / _f64 with ARGS (from p,
+ * g, s0, s1, s2, c). */
+#define AMPC_RULE_APPLY(RULE, UPDATE, ARGS)                                                                    \
+    template <> __device__ __forceinline__ void RULE::apply(float *p, float g, float *s0, float *s1, float *s2,   \
+                                                            const coeffs &c) {                                 \
+        (void)s0, (void)s1, (void)s2;                                                                          \
+        UPDATE##_f32 ARGS;                                                                                     \
+    }                                                                                                          \
+    template <> __device__ __forceinline__ void RULE::apply(double *p, double g, double *s0, double *s1,         \
+                                                            double *s2, const coeffs &c) {                     \
+        (void)s0, (void)s1, (void)s2;                                                                          \
+        UPDATE##_f64 ARGS;                                                                                     \
+    }
+
+/* A rule's options and coeffs types, and of(a): its options in the kernel arguments. */
+#define AMPC_RULE_TYPES(NAME)                                                    \
+    typedef ampc_##NAME##_options options;                                      \
+    typedef ampc_##NAME##_coeffs coeffs;                                        \
+    static const options *of(const ampc_fused_optim_args *a) { return a->NAME; }
 
 typedef ampc_mt_meta<AMPC_OPTIM_SLOTS, ampc_mt_capacity<AMPC_OPTIM_SLOTS>::value> optim_meta;
 
@@ -30,19 +51,13 @@ typedef ampc_mt_meta<AMPC_OPTIM_SLOTS, ampc_mt_capacity<AMPC_OPTIM_SLOTS>::value
  * (cpu_optim.c's prepare); apply: one element, in float or double. */
 
 struct sgd_rule {
-    typedef ampc_sgd_options options;
-    typedef ampc_sgd_coeffs coeffs;
+    AMPC_RULE_TYPES(sgd)
     static __device__ __forceinline__ coeffs make(const options &o, bool, float before) {
         return ampc_sgd_coeffs_for(&o, (double)before); /* momentum updates taken before this one */
     }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *, V *, const coeffs &c);
 };
-template <> __device__ __forceinline__ void sgd_rule::apply(float *p, float g, float *s0, float *, float *, const coeffs &c) {
-    ampc_sgd_update_f32(p, g, s0, &c);
-}
-template <> __device__ __forceinline__ void sgd_rule::apply(double *p, double g, double *s0, double *, double *, const coeffs &c) {
-    ampc_sgd_update_f64(p, g, s0, &c);
-}
+AMPC_RULE_APPLY(sgd_rule, ampc_sgd_update, (p, g, s0, &c))
 
 /* The counter after this step's increment, as the CPU computes it (float + 1, then widened). */
 __device__ __forceinline__ double step_after(bool has_step, float before) {
@@ -50,60 +65,36 @@ __device__ __forceinline__ double step_after(bool has_step, float before) {
 }
 
 struct adam_rule {
-    typedef ampc_adam_options options;
-    typedef ampc_adam_coeffs coeffs;
+    AMPC_RULE_TYPES(adam)
     static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before) {
         return ampc_adam_coeffs_for(&o, step_after(has_step, before));
     }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *s2, const coeffs &c);
 };
-template <> __device__ __forceinline__ void adam_rule::apply(float *p, float g, float *s0, float *s1, float *s2, const coeffs &c) {
-    ampc_adam_update_f32(p, g, s0, s1, s2, &c);
-}
-template <> __device__ __forceinline__ void adam_rule::apply(double *p, double g, double *s0, double *s1, double *s2, const coeffs &c) {
-    ampc_adam_update_f64(p, g, s0, s1, s2, &c);
-}
+AMPC_RULE_APPLY(adam_rule, ampc_adam_update, (p, g, s0, s1, s2, &c))
 
 struct adadelta_rule {
-    typedef ampc_adadelta_options options;
-    typedef ampc_adadelta_coeffs coeffs;
+    AMPC_RULE_TYPES(adadelta)
     static __device__ __forceinline__ coeffs make(const options &o, bool, float) { return ampc_adadelta_coeffs_for(&o); }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *, const coeffs &c);
 };
-template <> __device__ __forceinline__ void adadelta_rule::apply(float *p, float g, float *s0, float *s1, float *, const coeffs &c) {
-    ampc_adadelta_update_f32(p, g, s0, s1, &c);
-}
-template <> __device__ __forceinline__ void adadelta_rule::apply(double *p, double g, double *s0, double *s1, double *, const coeffs &c) {
-    ampc_adadelta_update_f64(p, g, s0, s1, &c);
-}
+AMPC_RULE_APPLY(adadelta_rule, ampc_adadelta_update, (p, g, s0, s1, &c))
 
 struct rmsprop_rule {
-    typedef ampc_rmsprop_options options;
-    typedef ampc_rmsprop_coeffs coeffs;
+    AMPC_RULE_TYPES(rmsprop)
     static __device__ __forceinline__ coeffs make(const options &o, bool, float) { return ampc_rmsprop_coeffs_for(&o); }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *s2, const coeffs &c);
 };
-template <> __device__ __forceinline__ void rmsprop_rule::apply(float *p, float g, float *s0, float *s1, float *s2, const coeffs &c) {
-    ampc_rmsprop_update_f32(p, g, s0, s1, s2, &c);
-}
-template <> __device__ __forceinline__ void rmsprop_rule::apply(double *p, double g, double *s0, double *s1, double *s2, const coeffs &c) {
-    ampc_rmsprop_update_f64(p, g, s0, s1, s2, &c);
-}
+AMPC_RULE_APPLY(rmsprop_rule, ampc_rmsprop_update, (p, g, s0, s1, s2, &c))
 
 struct adagrad_rule {
-    typedef ampc_adagrad_options options;
-    typedef ampc_adagrad_coeffs coeffs;
+    AMPC_RULE_TYPES(adagrad)
     static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before) {
         return ampc_adagrad_coeffs_for(&o, step_after(has_step, before));
     }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *, V *, const coeffs &c);
 };
-template <> __device__ __forceinline__ void adagrad_rule::apply(float *p, float g, float *s0, float *, float *, const coeffs &c) {
-    ampc_adagrad_update_f32(p, g, s0, &c);
-}
-template <> __device__ __forceinline__ void adagrad_rule::apply(double *p, double g, double *s0, double *, double *, const coeffs &c) {
-    ampc_adagrad_update_f64(p, g, s0, &c);
-}
+AMPC_RULE_APPLY(adagrad_rule, ampc_adagrad_update, (p, g, s0, &c))
 
 /* ---------------------------------------------------------------- the kernels */
 
@@ -176,13 +167,13 @@ __global__ void advance_steps_kernel(const __grid_constant__ step_list l, const 
 /* ---------------------------------------------------------------- host side */
 
 template <typename Rule, typename P, typename S, bool MASTER>
-ampc_status launch_updates(const ampc_kernel_args *a, int n_params, cudaStream_t stream, const float *grad_scale,
+ampc_status launch_updates(const ampc_fused_optim_args *a, int n_params, cudaStream_t stream, const float *grad_scale,
                            const float *found_inf) {
-    const typename Rule::options opts = *(const typename Rule::options *)a->options;
+    const typename Rule::options opts = *Rule::of(a);
     return ampc_mt_apply<AMPC_OPTIM_SLOTS, ampc_mt_capacity<AMPC_OPTIM_SLOTS>::value>(
         n_params,
         [&](int i, void **p, int64_t *numel) {
-            ampc_tensor *const *slots = a->list + (size_t)i * AMPC_OPTIM_SLOTS;
+            ampc_tensor *const *slots = a->slots + (size_t)i * AMPC_OPTIM_SLOTS;
             for (int k = 0; k < AMPC_OPTIM_SLOTS; k++) p[k] = slots[k] ? ampc_data_ptr(slots[k]) : NULL;
             *numel = ampc_numel(slots[AMPC_OPTIM_SLOT_PARAM]);
             return true;
@@ -194,12 +185,12 @@ ampc_status launch_updates(const ampc_kernel_args *a, int n_params, cudaStream_t
         });
 }
 
-ampc_status advance_steps(const ampc_kernel_args *a, int n_params, cudaStream_t stream, const float *found_inf) {
+ampc_status advance_steps(const ampc_fused_optim_args *a, int n_params, cudaStream_t stream, const float *found_inf) {
     static_assert(sizeof(step_list) <= AMPC_MT_META_BYTES, "step list exceeds the parameter budget");
     step_list &l = *new (ampc_mt_table_buffer()) step_list; /* free again: the updates are launched */
     l.n = 0;
     for (int i = 0; i <= n_params; i++) {
-        ampc_tensor *s = i < n_params ? a->list[(size_t)i * AMPC_OPTIM_SLOTS + AMPC_OPTIM_SLOT_STEP] : NULL;
+        ampc_tensor *s = i < n_params ? a->slots[(size_t)i * AMPC_OPTIM_SLOTS + AMPC_OPTIM_SLOT_STEP] : NULL;
         if (s) l.step[l.n++] = (float *)ampc_data_ptr(s);
         if (l.n > 0 && (l.n == STEP_CAP || i == n_params)) {
             advance_steps_kernel<<<(l.n + 255) / 256, 256, 0, stream>>>(l, found_inf);
@@ -210,20 +201,22 @@ ampc_status advance_steps(const ampc_kernel_args *a, int n_params, cudaStream_t 
     return AMPC_OK;
 }
 
-template <typename Rule> ampc_status cuda_fused_step(ampc_op op, const ampc_kernel_args *a) {
+template <typename Rule> ampc_status cuda_fused_step(ampc_op op, const ampc_kernel_args *args) {
     const char *name = ampc_op_name(op);
-    if (a->ints[0] != AMPC_OPTIM_SLOTS || a->n_list % AMPC_OPTIM_SLOTS != 0 || !a->options)
-        return ampc_set_error(AMPC_E_RUNTIME, "%s: unexpected kernel arguments (%d tensors, %lld slots)", name,
-                              a->n_list, (long long)a->ints[0]);
-    const int n = a->n_list / AMPC_OPTIM_SLOTS;
+    const ampc_fused_optim_args *a = ampc_args_fused_optim(args);
+    if (!a) return ampc_last_status();
+    if (a->slots_per_param != AMPC_OPTIM_SLOTS || a->slots_n % AMPC_OPTIM_SLOTS != 0 || !Rule::of(a))
+        return ampc_set_error(AMPC_E_RUNTIME, "%s: unexpected kernel arguments (%d tensors, %d slots)", name,
+                              a->slots_n, a->slots_per_param);
+    const int n = a->slots_n / AMPC_OPTIM_SLOTS;
     if (n == 0) return AMPC_OK;
-    ampc_tensor *p0 = a->list[AMPC_OPTIM_SLOT_PARAM];
+    ampc_tensor *p0 = a->slots[AMPC_OPTIM_SLOT_PARAM];
     ampc_cuda_guard guard(p0);
     cudaStream_t stream = ampc_cuda_stream_of(p0);
-    const float *gs = a->in[0] ? (const float *)ampc_data_ptr(a->in[0]) : nullptr;
-    const float *fi = a->in[1] ? (const float *)ampc_data_ptr(a->in[1]) : nullptr;
+    const float *gs = a->grad_scale ? (const float *)ampc_data_ptr(a->grad_scale) : nullptr;
+    const float *fi = a->found_inf ? (const float *)ampc_data_ptr(a->found_inf) : nullptr;
     /* masters come for every parameter of the call or for none (core/optim.c) */
-    const bool master = a->list[AMPC_OPTIM_SLOT_MASTER] != NULL;
+    const bool master = a->slots[AMPC_OPTIM_SLOT_MASTER] != NULL;
     ampc_status st;
     switch (p0->dtype) {
     case AMPC_FLOAT32: st = launch_updates<Rule, float, float, false>(a, n, stream, gs, fi); break;

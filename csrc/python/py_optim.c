@@ -88,12 +88,17 @@ static int parse_tensors(parsed_tensors *pt, const char *op, PyObject *params, P
     return 0;
 }
 
-/* Runs `st` (the core call) and converts its status; frees the parsed lists either way. */
-static PyObject *finish(parsed_tensors *pt, int parse_rc, ampc_status (*run)(const ampc_optim_tensors *, const void *),
-                        const void *options) {
+/* Parses the tensors (parse_tensors), runs `run` (the core call) on them with `options` and
+ * converts its status; frees the parsed lists either way. */
+static PyObject *fused_step(const char *op, PyObject *params, PyObject *grads, PyObject **states, int n_state,
+                            PyObject *steps, PyObject *masters, PyObject *grad_scale, PyObject *found_inf,
+                            ampc_status (*run)(const ampc_optim_tensors *, const void *), const void *options) {
+    parsed_tensors pt;
     PyObject *result = NULL;
-    if (parse_rc == 0 && ampc_py_check(run(&pt->t, options)) == 0) result = Py_NewRef(Py_None);
-    parsed_free(pt);
+    if (parse_tensors(&pt, op, params, grads, states, n_state, steps, masters, grad_scale, found_inf) == 0 &&
+        ampc_py_check(run(&pt.t, options)) == 0)
+        result = Py_NewRef(Py_None);
+    parsed_free(&pt);
     return result;
 }
 
@@ -115,9 +120,7 @@ static PyObject *py_fused_sgd(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     o.nesterov = nesterov;
     o.maximize = maximize;
-    parsed_tensors pt;
-    int rc = parse_tensors(&pt, "_fused_sgd_", params, grads, &bufs, 1, steps, masters, gs, fi);
-    return finish(&pt, rc, run_sgd, &o);
+    return fused_step("_fused_sgd_", params, grads, &bufs, 1, steps, masters, gs, fi, run_sgd, &o);
 }
 
 static PyObject *py_fused_adam(PyObject *self, PyObject *args, PyObject *kw) {
@@ -134,9 +137,7 @@ static PyObject *py_fused_adam(PyObject *self, PyObject *args, PyObject *kw) {
     o.amsgrad = amsgrad;
     o.maximize = maximize;
     o.decoupled_weight_decay = decoupled;
-    parsed_tensors pt;
-    int rc = parse_tensors(&pt, "_fused_adam_", params, grads, states, 3, steps, masters, gs, fi);
-    return finish(&pt, rc, run_adam, &o);
+    return fused_step("_fused_adam_", params, grads, states, 3, steps, masters, gs, fi, run_adam, &o);
 }
 
 static PyObject *py_fused_adadelta(PyObject *self, PyObject *args, PyObject *kw) {
@@ -150,9 +151,7 @@ static PyObject *py_fused_adadelta(PyObject *self, PyObject *args, PyObject *kw)
                                      &gs, &fi))
         return NULL;
     o.maximize = maximize;
-    parsed_tensors pt;
-    int rc = parse_tensors(&pt, "_fused_adadelta_", params, grads, states, 2, steps, masters, gs, fi);
-    return finish(&pt, rc, run_adadelta, &o);
+    return fused_step("_fused_adadelta_", params, grads, states, 2, steps, masters, gs, fi, run_adadelta, &o);
 }
 
 static PyObject *py_fused_rmsprop(PyObject *self, PyObject *args, PyObject *kw) {
@@ -168,9 +167,7 @@ static PyObject *py_fused_rmsprop(PyObject *self, PyObject *args, PyObject *kw) 
         return NULL;
     o.centered = centered;
     o.maximize = maximize;
-    parsed_tensors pt;
-    int rc = parse_tensors(&pt, "_fused_rmsprop_", params, grads, states, 3, steps, masters, gs, fi);
-    return finish(&pt, rc, run_rmsprop, &o);
+    return fused_step("_fused_rmsprop_", params, grads, states, 3, steps, masters, gs, fi, run_rmsprop, &o);
 }
 
 static PyObject *py_fused_adagrad(PyObject *self, PyObject *args, PyObject *kw) {
@@ -184,9 +181,7 @@ static PyObject *py_fused_adagrad(PyObject *self, PyObject *args, PyObject *kw) 
                                      &fi))
         return NULL;
     o.maximize = maximize;
-    parsed_tensors pt;
-    int rc = parse_tensors(&pt, "_fused_adagrad_", params, grads, &sums, 1, steps, masters, gs, fi);
-    return finish(&pt, rc, run_adagrad, &o);
+    return fused_step("_fused_adagrad_", params, grads, &sums, 1, steps, masters, gs, fi, run_adagrad, &o);
 }
 
 static PyObject *py_host_read_count(PyObject *self, PyObject *unused) {

@@ -152,7 +152,7 @@ static ampc_status unary_backward(ampc_node *n, ampc_tensor *const *go, ampc_ten
 #define GRAD_BY(node, op) {node, unary_backward}
 #define GRAD_LINEAR(node) {NULL, NULL}
 #define NOGRAD {NULL, NULL}
-#define AMPC_OP(id, name, kind, schema, backends, ac, grad)
+#define AMPC_OP(id, name, kind, schema, backends, ac, ...)
 #define UNARY_RULE_UNARY(id, ...) [AMPC_OP_##id] = __VA_ARGS__,
 #define UNARY_RULE_BINARY(id, ...)
 #define UNARY_RULE_COMPARE(id, ...)

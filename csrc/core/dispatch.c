@@ -14,85 +14,52 @@
 #define AC_FP32_DTYPE AMPC_AC_POLICY_FP32_DTYPE
 #define AC_PROMOTE AMPC_AC_POLICY_PROMOTE
 #define AC_BANNED AMPC_AC_POLICY_BANNED
-#define GRAD(node) node
-#define GRAD_BY(node, op) node
-#define GRAD_LINEAR(node) node
-#define GRAD_COMPOSED NULL
-#define NOGRAD NULL
-#define INTERNAL NULL
-#define GRAD_KIND_OF_GRAD(node) AMPC_GRAD_RULE
 #define BACKENDS_ALL true
 #define BACKENDS_NONE false
+/* The GRAD column as {node name, kind} */
+#define GRAD(node) {node, AMPC_GRAD_RULE}
+#define GRAD_BY(node, op) {node, AMPC_GRAD_RULE}
+#define GRAD_LINEAR(node) {node, AMPC_GRAD_RULE}
+#define GRAD_COMPOSED {NULL, AMPC_GRAD_COMPOSED}
+#define NOGRAD {NULL, AMPC_GRAD_NONE}
+#define INTERNAL {NULL, AMPC_GRAD_INTERNAL}
 
 static const char *const op_names[AMPC_NUM_OPS] = {
-#define AMPC_OP(id, name, kind, schema, backends, ac, grad) name,
+#define AMPC_OP(id, name, kind, schema, backends, ac, ...) name,
 #include "ops.def"
 #undef AMPC_OP
 };
 
 static const ampc_op_kind op_kinds[AMPC_NUM_OPS] = {
-#define AMPC_OP(id, name, kind, schema, backends, ac, grad) AMPC_KIND_##kind,
+#define AMPC_OP(id, name, kind, schema, backends, ac, ...) AMPC_KIND_##kind,
 #include "ops.def"
 #undef AMPC_OP
 };
 
 static const ampc_schema op_schemas[AMPC_NUM_OPS] = {
-#define AMPC_OP(id, name, kind, schema, backends, ac, grad) ampc_schema_##schema,
+#define AMPC_OP(id, name, kind, schema, backends, ac, ...) ampc_schema_##schema,
 #include "ops.def"
 #undef AMPC_OP
 };
 
 static const bool op_has_kernels[AMPC_NUM_OPS] = {
-#define AMPC_OP(id, name, kind, schema, backends, ac, grad) BACKENDS_##backends,
+#define AMPC_OP(id, name, kind, schema, backends, ac, ...) BACKENDS_##backends,
 #include "ops.def"
 #undef AMPC_OP
 };
 
 static const ampc_autocast_policy op_autocast[AMPC_NUM_OPS] = {
-#define AMPC_OP(id, name, kind, schema, backends, ac, grad) ac,
+#define AMPC_OP(id, name, kind, schema, backends, ac, ...) ac,
 #include "ops.def"
 #undef AMPC_OP
 };
 
-/* GRAD("X") -> "X"; NOGRAD and INTERNAL -> NULL, told apart by op_grad_internal */
-static const char *const op_grad_names[AMPC_NUM_OPS] = {
-#define AMPC_OP(id, name, kind, schema, backends, ac, grad) grad,
-#include "ops.def"
-#undef AMPC_OP
-};
-
-#undef NOGRAD
-#undef INTERNAL
-#undef GRAD
-#undef GRAD_BY
-#undef GRAD_LINEAR
-#undef GRAD_COMPOSED
-#define NOGRAD false
-#define INTERNAL true
-#define GRAD(node) false
-#define GRAD_BY(node, op) false
-#define GRAD_LINEAR(node) false
-#define GRAD_COMPOSED false
-static const bool op_grad_internal[AMPC_NUM_OPS] = {
-#define AMPC_OP(id, name, kind, schema, backends, ac, grad) grad,
-#include "ops.def"
-#undef AMPC_OP
-};
-
-#undef NOGRAD
-#undef INTERNAL
-#undef GRAD
-#undef GRAD_BY
-#undef GRAD_LINEAR
-#undef GRAD_COMPOSED
-#define NOGRAD false
-#define INTERNAL false
-#define GRAD(node) false
-#define GRAD_BY(node, op) false
-#define GRAD_LINEAR(node) false
-#define GRAD_COMPOSED true
-static const bool op_grad_composed[AMPC_NUM_OPS] = {
-#define AMPC_OP(id, name, kind, schema, backends, ac, grad) grad,
+typedef struct op_grad {
+    const char *node;
+    ampc_grad_kind kind;
+} op_grad;
+static const op_grad op_grads[AMPC_NUM_OPS] = {
+#define AMPC_OP(id, name, kind, schema, backends, ac, ...) __VA_ARGS__,
 #include "ops.def"
 #undef AMPC_OP
 };
@@ -126,12 +93,8 @@ bool ampc_op_is_elementwise(ampc_op op) {
 }
 bool ampc_op_has_kernels(ampc_op op) { return valid_op(op) && op_has_kernels[op]; }
 ampc_autocast_policy ampc_op_autocast_policy(ampc_op op) { return valid_op(op) ? op_autocast[op] : AMPC_AC_POLICY_NONE; }
-ampc_grad_kind ampc_op_grad_kind(ampc_op op) {
-    if (!valid_op(op)) return AMPC_GRAD_NONE;
-    if (op_grad_composed[op]) return AMPC_GRAD_COMPOSED;
-    return op_grad_names[op] ? AMPC_GRAD_RULE : op_grad_internal[op] ? AMPC_GRAD_INTERNAL : AMPC_GRAD_NONE;
-}
-const char *ampc_op_grad_name(ampc_op op) { return valid_op(op) ? op_grad_names[op] : NULL; }
+ampc_grad_kind ampc_op_grad_kind(ampc_op op) { return valid_op(op) ? op_grads[op].kind : AMPC_GRAD_NONE; }
+const char *ampc_op_grad_name(ampc_op op) { return valid_op(op) ? op_grads[op].node : NULL; }
 ampc_schema ampc_op_schema(ampc_op op) { return valid_op(op) ? op_schemas[op] : ampc_schema_bag; }
 const char *ampc_schema_name(ampc_schema schema) {
     return schema >= 0 && schema < AMPC_NUM_SCHEMAS ? schema_names[schema] : "?";

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 typedef enum ampc_op {
-#define AMPC_OP(id, name, kind, schema, backends, ac, grad) AMPC_OP_##id,
+#define AMPC_OP(id, name, kind, schema, backends, ac, ...) AMPC_OP_##id,
 #include "ops.def"
 #undef AMPC_OP
     AMPC_NUM_OPS

@@ -13,6 +13,30 @@
 #include "elementwise_math.h"
 #include "kernel_args.h"
 
+/* Per storage-dtype suffix of the generated code (f32 ... b8, dtype.h's AMPC_DTYPES):
+ * AMPC_EW_MS_<suf> its opmath suffix (the formulas' and parameter structs' names) and
+ * AMPC_EW_DT_<suf> its ampc_dtype. AMPC_EW_FORMULA(stem, suf) names the formula a loop calls. */
+#define AMPC_EW_MS_f32 f
+#define AMPC_EW_MS_f16 f
+#define AMPC_EW_MS_bf16 f
+#define AMPC_EW_MS_f64 d
+#define AMPC_EW_MS_i64 i64
+#define AMPC_EW_MS_i32 i32
+#define AMPC_EW_MS_u8 u8
+#define AMPC_EW_MS_b8 b8
+#define AMPC_EW_DT_f32 AMPC_FLOAT32
+#define AMPC_EW_DT_f16 AMPC_FLOAT16
+#define AMPC_EW_DT_bf16 AMPC_BFLOAT16
+#define AMPC_EW_DT_f64 AMPC_FLOAT64
+#define AMPC_EW_DT_i64 AMPC_INT64
+#define AMPC_EW_DT_i32 AMPC_INT32
+#define AMPC_EW_DT_u8 AMPC_UINT8
+#define AMPC_EW_DT_b8 AMPC_BOOL
+#define AMPC_EW_PARAMS_OF(SUF) AMPC_EW_CAT3_(ampc_ew_params_, AMPC_EW_MS_##SUF, )
+#define AMPC_EW_FORMULA(STEM, SUF) AMPC_EW_CAT3_(ampc_ew_##STEM, _, AMPC_EW_MS_##SUF)
+#define AMPC_EW_CAT3_(a, b, c) AMPC_EW_CAT3__(a, b, c)
+#define AMPC_EW_CAT3__(a, b, c) a##b##c
+
 typedef enum ampc_ew_form {
 #define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) AMPC_EW_FORM_##id,
 #define AMPC_EW_FORM(id, of, form, dtypes, stem) AMPC_EW_FORM_##id,

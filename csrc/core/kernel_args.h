@@ -47,12 +47,7 @@ typedef enum ampc_schema {
 #define LIST(n) ampc_tensor *const *n; int n##_n;
 #define AMPC_ARGS(schema, fields) typedef struct ampc_##schema##_args { fields } ampc_##schema##_args;
 #include "ops.def"
-#undef AMPC_ARGS
-#undef IN
-#undef OUT
-#undef VAL
-#undef ARR
-#undef LIST
+#include "kernel_args_end.h"
 
 /* ---- every schema fits the dispatcher's tensor slots: a build-time check */
 #ifdef __cplusplus
@@ -68,20 +63,16 @@ typedef enum ampc_schema {
 #define AMPC_ARGS(schema, fields) \
     AMPC_SCHEMA_ASSERT(0 fields <= AMPC_MAX_KERNEL_TENSORS, "schema " #schema ": more IN fields than kernel slots");
 #include "ops.def"
-#undef AMPC_ARGS
-#undef IN
-#undef OUT
+#include "kernel_args_end.h"
 #define IN(n)
 #define OUT(n) +1
+#define VAL(type, n)
+#define ARR(type, n, len)
+#define LIST(n)
 #define AMPC_ARGS(schema, fields) \
     AMPC_SCHEMA_ASSERT(0 fields <= AMPC_MAX_KERNEL_TENSORS, "schema " #schema ": more OUT fields than kernel slots");
 #include "ops.def"
-#undef AMPC_ARGS
-#undef IN
-#undef OUT
-#undef VAL
-#undef ARR
-#undef LIST
+#include "kernel_args_end.h"
 
 /* ---- packing for the dispatcher, and the kernels' typed view */
 ampc_status ampc_dispatch_typed(ampc_op op, ampc_schema schema, const void *typed, ampc_kernel_args *bag);
@@ -103,12 +94,7 @@ const void *ampc_kernel_args_typed(const ampc_kernel_args *a, ampc_schema schema
         return (const ampc_##schema##_args *)ampc_kernel_args_typed(a, ampc_schema_##schema, #schema); \
     }
 #include "ops.def"
-#undef AMPC_ARGS
-#undef IN
-#undef OUT
-#undef VAL
-#undef ARR
-#undef LIST
+#include "kernel_args_end.h"
 
 /* The schema of an op's row, and its name ("layer_norm", "bag"). */
 ampc_schema ampc_op_schema(ampc_op op);

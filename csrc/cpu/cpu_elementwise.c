@@ -29,24 +29,11 @@ typedef struct ew_ctx {
     _Alignas(8) unsigned char scalar[8];
 } ew_ctx;
 
-/* opmath suffix of each storage dtype (the formulas' and parameter structs' names) */
-#define MS_f32 f
-#define MS_f16 f
-#define MS_bf16 f
-#define MS_f64 d
-#define MS_i64 i64
-#define MS_i32 i32
-#define MS_u8 u8
-#define MS_b8 b8
-#define EW_PTYPE(MS) EW_PTYPE_(MS)
-#define EW_PTYPE_(MS) ampc_ew_params_##MS
-#define EW_FORMULA(STEM, MS) EW_FORMULA_(STEM, MS)
-#define EW_FORMULA_(STEM, MS) ampc_ew_##STEM##_##MS
 
 /* p: the parameters, P2: the scalar operand */
 #define EW_PARAMS(SUF, VT)                          \
     const ew_ctx *ctx = (const ew_ctx *)ctxp;       \
-    EW_PTYPE(MS_##SUF) p;                           \
+    AMPC_EW_PARAMS_OF(SUF) p;                           \
     VT P2;                                          \
     memcpy(&p, &ctx->params, sizeof p);             \
     memcpy(&P2, ctx->scalar, sizeof P2);            \
@@ -223,11 +210,11 @@ typedef struct ew_ctx {
 #define VT_u8 uint8_t
 #define VT_b8 bool
 
-#define GEN_U(ID, SUF, STEM) DEF_UNARY(ID, SUF, CT_##SUF, VT_##SUF, SUF, CT_##SUF, EW_FORMULA(STEM, MS_##SUF)(x, p))
-#define GEN_UB(ID, SUF, STEM) DEF_UNARY(ID, SUF, CT_##SUF, VT_##SUF, b8, bool, EW_FORMULA(STEM, MS_##SUF)(x, p))
-#define GEN_B(ID, SUF, STEM) DEF_BINARY(ID, SUF, CT_##SUF, VT_##SUF, SUF, CT_##SUF, EW_FORMULA(STEM, MS_##SUF)(a, b, p))
-#define GEN_BNC(ID, SUF, STEM) DEF_BINARY_NC(ID, SUF, CT_##SUF, VT_##SUF, SUF, CT_##SUF, EW_FORMULA(STEM, MS_##SUF)(a, b, p))
-#define GEN_BB(ID, SUF, STEM) DEF_BINARY(ID, SUF, CT_##SUF, VT_##SUF, b8, bool, EW_FORMULA(STEM, MS_##SUF)(a, b, p))
+#define GEN_U(ID, SUF, STEM) DEF_UNARY(ID, SUF, CT_##SUF, VT_##SUF, SUF, CT_##SUF, AMPC_EW_FORMULA(STEM, SUF)(x, p))
+#define GEN_UB(ID, SUF, STEM) DEF_UNARY(ID, SUF, CT_##SUF, VT_##SUF, b8, bool, AMPC_EW_FORMULA(STEM, SUF)(x, p))
+#define GEN_B(ID, SUF, STEM) DEF_BINARY(ID, SUF, CT_##SUF, VT_##SUF, SUF, CT_##SUF, AMPC_EW_FORMULA(STEM, SUF)(a, b, p))
+#define GEN_BNC(ID, SUF, STEM) DEF_BINARY_NC(ID, SUF, CT_##SUF, VT_##SUF, SUF, CT_##SUF, AMPC_EW_FORMULA(STEM, SUF)(a, b, p))
+#define GEN_BB(ID, SUF, STEM) DEF_BINARY(ID, SUF, CT_##SUF, VT_##SUF, b8, bool, AMPC_EW_FORMULA(STEM, SUF)(a, b, p))
 
 #define GEN_DTYPE(SUF, ID, FORM, STEM) GEN_##FORM(ID, SUF, STEM)
 #define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) dtypes(GEN_DTYPE, id, form, stem)
@@ -242,19 +229,11 @@ typedef struct ew_ctx {
 enum { FORM_TENSOR, FORM_SCALAR_B, FORM_SCALAR_A, NUM_FORMS };
 static ampc_cpu_loop_fn loops[AMPC_EW_NUM_FORMS][AMPC_NUM_DTYPES][NUM_FORMS];
 
-#define DT_ENUM_f32 AMPC_FLOAT32
-#define DT_ENUM_f16 AMPC_FLOAT16
-#define DT_ENUM_bf16 AMPC_BFLOAT16
-#define DT_ENUM_f64 AMPC_FLOAT64
-#define DT_ENUM_i64 AMPC_INT64
-#define DT_ENUM_i32 AMPC_INT32
-#define DT_ENUM_u8 AMPC_UINT8
-#define DT_ENUM_b8 AMPC_BOOL
-#define REG_U(ID, SUF) loops[AMPC_EW_FORM_##ID][DT_ENUM_##SUF][FORM_TENSOR] = ew_##ID##_##SUF;
+#define REG_U(ID, SUF) loops[AMPC_EW_FORM_##ID][AMPC_EW_DT_##SUF][FORM_TENSOR] = ew_##ID##_##SUF;
 #define REG_UB REG_U
-#define REG_B(ID, SUF) REG_U(ID, SUF) loops[AMPC_EW_FORM_##ID][DT_ENUM_##SUF][FORM_SCALAR_B] = ew_##ID##_sb_##SUF;
+#define REG_B(ID, SUF) REG_U(ID, SUF) loops[AMPC_EW_FORM_##ID][AMPC_EW_DT_##SUF][FORM_SCALAR_B] = ew_##ID##_sb_##SUF;
 #define REG_BB REG_B
-#define REG_BNC(ID, SUF) REG_B(ID, SUF) loops[AMPC_EW_FORM_##ID][DT_ENUM_##SUF][FORM_SCALAR_A] = ew_##ID##_sa_##SUF;
+#define REG_BNC(ID, SUF) REG_B(ID, SUF) loops[AMPC_EW_FORM_##ID][AMPC_EW_DT_##SUF][FORM_SCALAR_A] = ew_##ID##_sa_##SUF;
 #define REG_DTYPE(SUF, ID, FORM, STEM) REG_##FORM(ID, SUF)
 
 static void fill_loop_tables(void) {

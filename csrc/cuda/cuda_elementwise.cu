@@ -52,16 +52,6 @@ template <typename V> using ew_params = typename ew_params_sel<V>::type;
 #define ST_i32 int32_t
 #define ST_u8 uint8_t
 #define ST_b8 bool
-#define MS_f32 f
-#define MS_f16 f
-#define MS_bf16 f
-#define MS_f64 d
-#define MS_i64 i64
-#define MS_i32 i32
-#define MS_u8 u8
-#define MS_b8 b8
-#define EW_FORMULA(STEM, MS) EW_FORMULA_(STEM, MS)
-#define EW_FORMULA_(STEM, MS) ampc_ew_##STEM##_##MS
 
 #define EW_ARITY_U 1
 #define EW_ARITY_UB 1
@@ -85,7 +75,7 @@ template <int FORM, typename T> struct ew_functor; /* defined for the rows' (for
         static constexpr int arity = EW_ARITY_##FORM;                                                    \
         static constexpr bool bool_out = EW_BOOL_OUT_##FORM;                                             \
         static __device__ __forceinline__ auto apply(const V *x, const ew_params<V> &p) {                \
-            return EW_FORMULA(STEM, MS_##SUF)(EW_ARGS(EW_ARITY_##FORM));                                 \
+            return AMPC_EW_FORMULA(STEM, SUF)(EW_ARGS(EW_ARITY_##FORM));                                 \
         }                                                                                                \
     };
 #define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) dtypes(EW_FUNCTOR, id, form, stem)
@@ -246,15 +236,7 @@ template <typename T, typename OT, typename F> static ampc_status ew_launch(cons
 }
 
 /* Whether form F exists for storage type T (the row's DTYPES as a bit mask). */
-#define EW_BIT(SUF, ...) | (1u << DT_ENUM_##SUF)
-#define DT_ENUM_f32 AMPC_FLOAT32
-#define DT_ENUM_f16 AMPC_FLOAT16
-#define DT_ENUM_bf16 AMPC_BFLOAT16
-#define DT_ENUM_f64 AMPC_FLOAT64
-#define DT_ENUM_i64 AMPC_INT64
-#define DT_ENUM_i32 AMPC_INT32
-#define DT_ENUM_u8 AMPC_UINT8
-#define DT_ENUM_b8 AMPC_BOOL
+#define EW_BIT(SUF, ...) | (1u << AMPC_EW_DT_##SUF)
 
 /* Runs form `form` for storage type T: a case per row whose DTYPES hold T. */
 template <typename T> static ampc_status ew_run(int form, const ew_call &c) {

@@ -127,10 +127,9 @@ static ampc_status index_geometry_init(ampc_op op, ampc_tensor *out, const ampc_
     return AMPC_OK;
 }
 
-/* Gather (PUT false): out[p] = src[p + extra]; put (PUT true): out[p + extra] = values[p]. T is
- * an unsigned type of the item size (moves are bytes). */
-template <typename T, typename U>
-__global__ void move_kernel(index_geometry g, T *out, const T *in, bool put, int *err, int op) {
+/* One thread per position p of R: the checked offset `extra` of p's indexed element, then
+ * f(off, extra) does the move (gather_move, put_move) or the accumulation (accumulate_into). */
+template <typename U, typename F> __global__ void index_kernel(index_geometry g, F f, int *err, int op) {
     AMPC_CUDA_KERNEL_LOOP(i, g.numel) {
         int64_t off[INDEX_OPERANDS], extra;
         g.offsets((U)i, off);
@@ -138,10 +137,23 @@ __global__ void move_kernel(index_geometry g, T *out, const T *in, bool put, int
             report_index_error(err, op);
             continue;
         }
-        if (put) out[off[0] + extra] = in[off[1]];
-        else out[off[0]] = in[off[1] + extra];
+        f(off, extra);
     }
 }
+
+/* Gather: out[p] = src[p + extra]; put: out[p + extra] = values[p]. T is an unsigned type of
+ * the item size (moves are bytes). */
+template <typename T> struct gather_move {
+    T *out;
+    const T *src;
+    __device__ void operator()(const int64_t *off, int64_t extra) const { out[off[0]] = src[off[1] + extra]; }
+};
+template <typename T> struct put_move {
+    T *out;
+    const T *values;
+    __device__ void operator()(const int64_t *off, int64_t extra) const { out[off[0] + extra] = values[off[1]]; }
+};
+
 /* alpha of index_add (1 otherwise), as the CPU kernel reads it: a float for floating dtypes,
  * an int64 for integers. */
 struct index_alpha {
@@ -193,27 +205,23 @@ __device__ __forceinline__ void atomic_accumulate(bool *p, bool v, index_alpha a
     atomic_update_byte((uint8_t *)p, [add](unsigned int old) { return (unsigned int)((uint64_t)old + add != 0); });
 }
 
-template <typename T, typename U>
-__global__ void accumulate_kernel(index_geometry g, T *out, const T *values, index_alpha alpha, int *err, int op) {
-    AMPC_CUDA_KERNEL_LOOP(i, g.numel) {
-        int64_t off[INDEX_OPERANDS], extra;
-        g.offsets((U)i, off);
-        if (!g.indexed_offset(off, &extra)) {
-            report_index_error(err, op);
-            continue;
-        }
+template <typename T> struct accumulate_into {
+    T *out;
+    const T *values;
+    index_alpha alpha;
+    __device__ void operator()(const int64_t *off, int64_t extra) const {
         atomic_accumulate(out + off[0] + extra, values[off[1]], alpha);
     }
-}
+};
 
-/* Launches KERNEL<T, U> with U chosen by the iteration size. */
-#define LAUNCH_INDEX_KERNEL(KERNEL, T, g, stream, ...)                                                  \
-    do {                                                                                                \
-        if (fits_u32((g).numel))                                                                        \
-            KERNEL<T, uint32_t><<<ampc_cuda_blocks((g).numel), AMPC_CUDA_THREADS, 0, stream>>>(__VA_ARGS__); \
-        else                                                                                            \
-            KERNEL<T, uint64_t><<<ampc_cuda_blocks((g).numel), AMPC_CUDA_THREADS, 0, stream>>>(__VA_ARGS__); \
-        AMPC_CUDA_CHECK_LAUNCH();                                                                       \
+/* Launches index_kernel over g with f, the index type chosen by the iteration size. */
+#define LAUNCH_INDEX_KERNEL(g, stream, f, err, op)                                                             \
+    do {                                                                                                       \
+        if (fits_u32((g).numel))                                                                               \
+            index_kernel<uint32_t><<<ampc_cuda_blocks((g).numel), AMPC_CUDA_THREADS, 0, stream>>>(g, f, err, op); \
+        else                                                                                                   \
+            index_kernel<uint64_t><<<ampc_cuda_blocks((g).numel), AMPC_CUDA_THREADS, 0, stream>>>(g, f, err, op); \
+        AMPC_CUDA_CHECK_LAUNCH();                                                                              \
     } while (0)
 
 /* Moves by item size: every dtype, no casts (the frontend matched dtypes). */
@@ -240,8 +248,8 @@ static ampc_status cuda_gather_form(ampc_op op, const ampc_kernel_args *a) {
     cudaStream_t stream = ampc_cuda_stream_of(out);
     int *err = ampc_cuda_error_word((int)out->device.index);
     SWITCH_ITEM_SIZE(ampc_dtype_itemsize(out->dtype), {
-        LAUNCH_INDEX_KERNEL(move_kernel, move_t, g, stream, g, (move_t *)ampc_data_ptr(out),
-                            (const move_t *)ampc_data_ptr(p->src), false, err, (int)op);
+        gather_move<move_t> f = {(move_t *)ampc_data_ptr(out), (const move_t *)ampc_data_ptr(p->src)};
+        LAUNCH_INDEX_KERNEL(g, stream, f, err, (int)op);
     })
     return AMPC_OK;
 }
@@ -264,8 +272,8 @@ static ampc_status cuda_scatter_form(ampc_op op, const ampc_kernel_args *a) {
     bool accumulate = op != AMPC_OP_INDEX_PUT || p->accumulate;
     if (!accumulate) {
         SWITCH_ITEM_SIZE(ampc_dtype_itemsize(dt), {
-            LAUNCH_INDEX_KERNEL(move_kernel, move_t, g, stream, g, (move_t *)ampc_data_ptr(out),
-                                (const move_t *)ampc_data_ptr(p->values), true, err, (int)op);
+            put_move<move_t> f = {(move_t *)ampc_data_ptr(out), (const move_t *)ampc_data_ptr(p->values)};
+            LAUNCH_INDEX_KERNEL(g, stream, f, err, (int)op);
         })
         return AMPC_OK;
     }
@@ -274,8 +282,8 @@ static ampc_status cuda_scatter_form(ampc_op op, const ampc_kernel_args *a) {
     alpha.i = p->alpha.kind == AMPC_SCALAR_NONE ? 1 : ampc_scalar_to_int(p->alpha);
     /* PyTorch's CUDA scatter_add/index_add/index_put(accumulate) use atomicAdd too. */
     AMPC_CUDA_SWITCH_ALL(dt, ampc_op_name(op), {
-        LAUNCH_INDEX_KERNEL(accumulate_kernel, scalar_t, g, stream, g, (scalar_t *)ampc_data_ptr(out),
-                            (const scalar_t *)ampc_data_ptr(p->values), alpha, err, (int)op);
+        accumulate_into<scalar_t> f = {(scalar_t *)ampc_data_ptr(out), (const scalar_t *)ampc_data_ptr(p->values), alpha};
+        LAUNCH_INDEX_KERNEL(g, stream, f, err, (int)op);
     })
     return AMPC_OK;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../core/kernel_args.h"
+#include "../core/ops.h"
 #include "cpu_backend.h"
 #include "cpu_dtype_loops.h"
 #include "cpu_iter.h"
@@ -226,12 +227,9 @@ DEFINE_MASKED_FILL(4)
 DEFINE_MASKED_FILL(8)
 
 static ampc_status cpu_masked_fill(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_masked_fill_args *p = ampc_args_masked_fill(a);
+    const ampc_masked_fill_args *p = ampc_masked_fill_kernel_args(op, a);
     if (!p) return ampc_last_status();
     ampc_tensor *out = p->dst;
-    if (p->mask->dtype != AMPC_BOOL || p->value->dtype != out->dtype || p->value->ndim != 0)
-        return ampc_set_error(AMPC_E_RUNTIME, "%s: expects a bool mask and a 0-dim value of the output's dtype",
-                              ampc_op_name(op));
     ampc_cpu_loop_fn fn;
     switch (ampc_dtype_itemsize(out->dtype)) {
     case 1: fn = masked_fill_1; break;

@@ -302,12 +302,9 @@ __global__ void masked_fill_kernel(ampc_cuda_indexer ix, T *out, const uint8_t *
 }
 
 static ampc_status cuda_masked_fill(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_masked_fill_args *p = ampc_args_masked_fill(a);
+    const ampc_masked_fill_args *p = ampc_masked_fill_kernel_args(op, a);
     if (!p) return ampc_last_status();
     ampc_tensor *out = p->dst;
-    if (p->mask->dtype != AMPC_BOOL || p->value->dtype != out->dtype || p->value->ndim != 0)
-        return ampc_set_error(AMPC_E_RUNTIME, "%s: expects a bool mask and a 0-dim value of the output's dtype",
-                              ampc_op_name(op));
     if (ampc_numel(out) == 0) return AMPC_OK;
     ampc_cuda_indexer ix;
     AMPC_TRY(ampc_cuda_indexer_init(&ix, 1, &out, 1, &p->mask)); /* out, mask (broadcast) */

@@ -249,7 +249,7 @@ ampc_status ampc_bernoulli_(ampc_tensor *t, double p) {
 }
 
 /* `src` broadcast to t's shape as a contiguous float64 tensor on t's device: the per-element
- * parameter layout the RANDOM kernels read (in[k]). */
+ * parameter layout the RANDOM kernels read (means, stddevs, probs). */
 static ampc_tensor *as_f64_param(const char *op, const ampc_tensor *src, const ampc_tensor *t) {
     char s0[160], s1[160];
     int nd;

@@ -213,7 +213,7 @@ static ampc_status cpu_scatter_form(ampc_op op, const ampc_kernel_args *a) {
     return AMPC_OK;
 }
 
-/* MASKED_FILL: out[0][i] = value where mask[i]; in[1] is the 0-dim value in out's dtype. The
+/* MASKED_FILL: dst[i] = value where mask[i]; value is 0-dim, of dst's dtype. The
  * mask is read as bytes: bool storage holds 0 or 1. */
 #define DEFINE_MASKED_FILL(BYTES)                                                              \
     static void masked_fill_##BYTES(char **d, const int64_t *s, int64_t n, const void *c) {    \

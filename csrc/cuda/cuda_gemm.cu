@@ -14,7 +14,7 @@
  * The same tiled kernel serves k == 0 (D = beta * C, or zeros) and any float problem for which
  * cuBLASLt reports no algorithm (ampc._C._cuda_gemm_stats counts it, so tests see it).
  *
- * How in[2] (C) reaches cuBLASLt, cheapest first:
+ * How the C input reaches cuBLASLt, cheapest first:
  *   a bias row broadcast over the rows with beta == 1 (nn.Linear's addmm; stride 0 on the n
  *   dim): CUBLASLT_EPILOGUE_BIAS, one call; a row-major C: cuBLASLt's own C matrix with beta;
  *   anything else (a column bias as in conv, broadcast batches, transposed C): copied into the
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(GEMM_TILE *GEMM_TILE)
                 }
                 if (i < g.n && j < g.m) {
                     Acc v = alpha * acc;
-                    /* read before the write: C may be D itself (in[2] copied into the output) */
+                    /* read before the write: C may be D itself (the C input copied into the output) */
                     if (use_c) v += beta * ampc_convert<Acc>(C[off[GEMM_C] + i * g.rs[GEMM_C] + j * g.cs[GEMM_C]]);
                     D[off[GEMM_D] + i * g.rs[GEMM_D] + j * g.cs[GEMM_D]] = ampc_convert<T>(v);
                 }
@@ -186,7 +186,7 @@ template <> struct gemm_bits<2> { typedef uint16_t type; };
 template <> struct gemm_bits<4> { typedef uint32_t type; };
 template <> struct gemm_bits<8> { typedef uint64_t type; };
 
-/* dst (the output, row-major) = src (in[2] broadcast to the output's shape, any strides). */
+/* dst (the output, row-major) = src (the C input broadcast to the output's shape, any strides). */
 template <typename T> __global__ void copy_into_kernel(T *dst, const T *src, ampc_cuda_indexer ix) {
     AMPC_CUDA_KERNEL_LOOP(i, ix.numel) {
         int64_t off[AMPC_CUDA_MAX_OPERANDS];

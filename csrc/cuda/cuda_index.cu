@@ -290,7 +290,7 @@ static ampc_status cuda_scatter_form(ampc_op op, const ampc_kernel_args *a) {
 
 /* ---------------------------------------------------------------- masked_fill */
 
-/* out[p] = *value where mask[p]; the value is read on the device (in[1], 0-dim, out's dtype). */
+/* out[p] = *value where mask[p]; the value is read on the device (0-dim, of out's dtype). */
 template <typename T, typename U>
 __global__ void masked_fill_kernel(ampc_cuda_indexer ix, T *out, const uint8_t *mask, const T *value) {
     T v = *value;

@@ -6,21 +6,19 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernel_args.h"
 #include "ops.h"
 
 /* out[i] = start + i * step through the ARANGE kernel. Integral values travel as ints so int64
  * results beyond 2^53 stay exact. */
 static ampc_status fill_arange(ampc_tensor *out, double start, double step) {
     if (ampc_numel(out) == 0) return AMPC_OK;
-    ampc_kernel_args args;
-    memset(&args, 0, sizeof args);
-    args.out[0] = out;
-    args.n_out = 1;
     bool ints = !ampc_dtype_is_floating(out->dtype) && start == floor(start) && step == floor(step) &&
                 fabs(start) < 9.2e18 && fabs(step) < 9.2e18;
-    args.scalars[0] = ints ? ampc_scalar_int((int64_t)start) : ampc_scalar_float(start);
-    args.scalars[1] = ints ? ampc_scalar_int((int64_t)step) : ampc_scalar_float(step);
-    AMPC_TRY(ampc_dispatch(AMPC_OP_ARANGE, &args));
+    ampc_arange_args args = {.out = out,
+                             .start = ints ? ampc_scalar_int((int64_t)start) : ampc_scalar_float(start),
+                             .step = ints ? ampc_scalar_int((int64_t)step) : ampc_scalar_float(step)};
+    AMPC_TRY(ampc_dispatch_arange(AMPC_OP_ARANGE, &args));
     out->storage->version++;
     return AMPC_OK;
 }

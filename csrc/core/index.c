@@ -11,12 +11,12 @@
  * index/index_put; gather is k = 1 with R = index.shape, index_select is k = 1 with R = a.shape
  * except n at `dim`, index_add is k = 1 with R = source.shape.
  *
- *   gather form (INDEX_SELECT, GATHER, INDEX): out[0] the result (R); in[0] the source viewed
- *     as R; in[1..k] int64 indices viewed as R; ints[3j], ints[3j+1], ints[3j+2]: size, stride
+ *   gather form (INDEX_SELECT, GATHER, INDEX; ampc_gather_args): out the result (R); src the
+ *     source viewed as R; index0..index<k-1> int64 indices viewed as R; dims[j]: size, stride
  *     (elements) and dim of the source dim index j addresses (the dim only names it in errors).
- *   scatter form (SCATTER_ADD, INDEX_ADD, INDEX_PUT): out[0] the destination viewed as R; in[0]
- *     the values (R, destination's dtype); in[1..k] and ints as above; ints[15] = 1 to
- *     accumulate; scalars[0] = alpha (NONE: 1).
+ *   scatter form (SCATTER_ADD, INDEX_ADD, INDEX_PUT; ampc_scatter_args): dst the destination
+ *     viewed as R; values (R, destination's dtype); indices and dims as above; accumulate;
+ *     alpha (NONE: 1).
  *
  * Kernels check every index against its size before touching memory and fail with IndexError,
  * so a failed write leaves the destination unchanged.
@@ -31,11 +31,11 @@
 #include "autocast.h"
 #include "autograd.h"
 #include "derivatives.h"
+#include "kernel_args.h"
 #include "ops.h"
 
-/* Index tensors per kernel call: three ints each in ampc_kernel_args (ints[15] is the
- * accumulate flag). */
-#define MAX_INDEX_TENSORS 5
+/* Index tensors per kernel call (kernel_args.h). */
+#define MAX_INDEX_TENSORS AMPC_MAX_INDEX_TENSORS
 
 
 /* The C++ type names its masked_fill error uses ("float", "long int"). */
@@ -77,22 +77,24 @@ static ampc_tensor *unaliased(const ampc_tensor *t, const ampc_tensor *dst) {
 static ampc_status dispatch_index(ampc_op op, ampc_tensor *out0, const ampc_tensor *in0, int k,
                                   ampc_tensor *const *index_r, const int64_t *size, const int64_t *stride,
                                   const int *dim, bool accumulate, ampc_scalar alpha) {
-    ampc_kernel_args args;
-    memset(&args, 0, sizeof args);
-    args.out[0] = out0;
-    args.n_out = 1;
-    args.in[0] = in0;
+    ampc_index_dim dims[AMPC_MAX_INDEX_TENSORS];
+    const ampc_tensor *idx[AMPC_MAX_INDEX_TENSORS] = {NULL};
+    memset(dims, 0, sizeof dims);
     for (int j = 0; j < k; j++) {
-        args.in[1 + j] = index_r[j];
-        args.ints[3 * j] = size[j];
-        args.ints[3 * j + 1] = stride[j];
-        args.ints[3 * j + 2] = dim[j];
+        idx[j] = index_r[j];
+        dims[j] = (ampc_index_dim){.size = size[j], .stride = stride[j], .dim = dim[j]};
     }
-    args.n_in = 1 + k;
-    args.ints[15] = accumulate;
-    args.n_ints = AMPC_MAX_KERNEL_INTS;
-    args.scalars[0] = alpha;
-    return ampc_dispatch(op, &args);
+    if (op == AMPC_OP_INDEX_SELECT || op == AMPC_OP_GATHER || op == AMPC_OP_INDEX) {
+        ampc_gather_args g = {.out = out0, .src = in0, .index0 = idx[0], .index1 = idx[1], .index2 = idx[2],
+                              .index3 = idx[3], .index4 = idx[4], .n_indices = k};
+        memcpy(g.dims, dims, sizeof dims);
+        return ampc_dispatch_gather(op, &g);
+    }
+    ampc_scatter_args sc = {.dst = out0, .values = in0, .index0 = idx[0], .index1 = idx[1], .index2 = idx[2],
+                            .index3 = idx[3], .index4 = idx[4], .n_indices = k, .accumulate = accumulate,
+                            .alpha = alpha};
+    memcpy(sc.dims, dims, sizeof dims);
+    return ampc_dispatch_scatter(op, &sc);
 }
 
 /* Runs a one-index kernel: `target` is the tensor the index addresses (the source of a gather
@@ -690,19 +692,24 @@ static ampc_status masked_fill_into(ampc_tensor *a, const ampc_tensor *mask, amp
     ampc_tensor *m = unaliased(mask, a);
     ampc_status st = ampc_last_status();
     if (m) {
-        ampc_kernel_args args;
-        memset(&args, 0, sizeof args);
-        args.out[0] = a;
-        args.n_out = 1;
-        args.in[0] = m;
-        args.in[1] = v;
-        args.n_in = 2;
-        st = ampc_dispatch(AMPC_OP_MASKED_FILL, &args);
+        ampc_masked_fill_args args = {.dst = a, .mask = m, .value = v};
+        st = ampc_dispatch_masked_fill(AMPC_OP_MASKED_FILL, &args);
         if (st == AMPC_OK) a->storage->version++;
     }
     ampc_tensor_decref(m);
     ampc_tensor_decref(v);
     return st;
+}
+
+/* The MASKED_FILL row's contract, checked by every device's kernel. */
+const ampc_masked_fill_args *ampc_masked_fill_kernel_args(ampc_op op, const ampc_kernel_args *a) {
+    const ampc_masked_fill_args *p = ampc_args_masked_fill(a);
+    if (p && (p->mask->dtype != AMPC_BOOL || p->value->dtype != p->dst->dtype || p->value->ndim != 0)) {
+        ampc_set_error(AMPC_E_RUNTIME, "%s: expects a bool mask and a 0-dim value of the output's dtype",
+                       ampc_op_name(op));
+        return NULL;
+    }
+    return p;
 }
 
 ampc_status ampc_masked_fill_(ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value) {
@@ -734,27 +741,20 @@ ampc_tensor *ampc_masked_fill(const ampc_tensor *a, const ampc_tensor *mask, amp
 
 ampc_tensor *ampc_nonzero(const ampc_tensor *a) {
     /* Two kernel passes: count (the output's size), then fill. */
-    ampc_kernel_args args;
-    memset(&args, 0, sizeof args);
     ampc_tensor *count = ampc_empty(0, NULL, AMPC_INT64, a->device);
     if (!count) return NULL;
-    args.out[0] = count;
-    args.n_out = 1;
-    args.in[0] = a;
-    args.n_in = 1;
-    args.ints[0] = 0;
-    args.n_ints = 1;
+    ampc_nonzero_args args = {.out = count, .input = a, .fill = false};
     ampc_scalar n;
-    ampc_status st = ampc_dispatch(AMPC_OP_NONZERO, &args);
+    ampc_status st = ampc_dispatch_nonzero(AMPC_OP_NONZERO, &args);
     if (st == AMPC_OK) st = ampc_get_scalar(count, 0, &n);
     ampc_tensor_decref(count);
     if (st != AMPC_OK) return NULL;
     int64_t shape[2] = {n.v.i, a->ndim};
     ampc_tensor *out = ampc_empty(2, shape, AMPC_INT64, a->device);
     if (!out || n.v.i == 0 || a->ndim == 0) return out;
-    args.out[0] = out;
-    args.ints[0] = 1;
-    if (ampc_dispatch(AMPC_OP_NONZERO, &args) != AMPC_OK) {
+    args.out = out;
+    args.fill = true;
+    if (ampc_dispatch_nonzero(AMPC_OP_NONZERO, &args) != AMPC_OK) {
         ampc_tensor_decref(out);
         return NULL;
     }

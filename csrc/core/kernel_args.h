@@ -39,6 +39,15 @@ typedef enum ampc_schema {
     AMPC_NUM_SCHEMAS
 } ampc_schema;
 
+/* ---- value types the schemas use */
+/* One indexed source dim of the gather and scatter forms (index.c): its size and stride
+ * (elements), and its number (only to name it in errors). */
+typedef struct ampc_index_dim {
+    int64_t size, stride;
+    int64_t dim;
+} ampc_index_dim;
+#define AMPC_MAX_INDEX_TENSORS 5 /* index tensors per gather/scatter call: index0..index4 */
+
 /* ---- the structs */
 #define IN(n) const ampc_tensor *n;
 #define OUT(n) ampc_tensor *n;

@@ -11,6 +11,7 @@
 
 #include "autocast.h"
 #include "derivatives.h"
+#include "kernel_args.h"
 #include "ops.h"
 
 /* ---------------------------------------------------------------- checks */
@@ -74,17 +75,8 @@ static ampc_tensor *run_gemm(const char *op, const ampc_tensor *a, const ampc_te
     }
     ampc_tensor *c = ampc_empty(nd, shape, a->dtype, a->device);
     if (c && ampc_numel(c) > 0) {
-        ampc_kernel_args args;
-        memset(&args, 0, sizeof args);
-        args.out[0] = c;
-        args.n_out = 1;
-        args.in[0] = a;
-        args.in[1] = b;
-        args.in[2] = expanded;
-        args.n_in = expanded ? 3 : 2;
-        args.scalars[0] = ampc_scalar_float(alpha);
-        args.scalars[1] = ampc_scalar_float(beta);
-        if (ampc_dispatch(AMPC_OP_GEMM, &args) != AMPC_OK) {
+        ampc_gemm_args args = {.out = c, .a = a, .b = b, .c = expanded, .alpha = alpha, .beta = beta};
+        if (ampc_dispatch_gemm(AMPC_OP_GEMM, &args) != AMPC_OK) {
             ampc_tensor_decref(c);
             c = NULL;
         }
@@ -363,15 +355,16 @@ ampc_tensor *ampc_matmul(const ampc_tensor *a, const ampc_tensor *b) {
 /* The GEMM row's contract (ops.def), checked by every device's GEMM kernel: the frontends
  * (linalg.c, nn_common.c) guarantee it, so a violation is a caller's bug and gets an error, not
  * a wild write. */
-ampc_status ampc_gemm_check_args(const ampc_kernel_args *args) {
-    const ampc_tensor *c = args->out[0];
-    if (args->n_out != 1 || args->n_in < 2 || args->n_in > 3 || c->ndim < 2)
+ampc_status ampc_gemm_check_args(const ampc_gemm_args *p) {
+    const ampc_tensor *c = p->out;
+    if (!c || !p->a || !p->b || c->ndim < 2)
         return ampc_set_error(AMPC_E_RUNTIME, "gemm: expected 1 output of >= 2 dims and 2 or 3 inputs");
     int nd = c->ndim;
-    int64_t n = c->shape[nd - 2], m = c->shape[nd - 1], k = args->in[0]->shape[nd - 1];
+    int64_t n = c->shape[nd - 2], m = c->shape[nd - 1], k = p->a->shape[nd - 1];
     const int64_t want[3][2] = {{n, k}, {k, m}, {n, m}};
-    for (int i = 0; i < args->n_in; i++) {
-        const ampc_tensor *t = args->in[i];
+    const ampc_tensor *ins[3] = {p->a, p->b, p->c};
+    for (int i = 0; i < (p->c ? 3 : 2); i++) {
+        const ampc_tensor *t = ins[i];
         if (t->ndim != nd || t->dtype != c->dtype || t->shape[nd - 2] != want[i][0] || t->shape[nd - 1] != want[i][1] ||
             memcmp(t->shape, c->shape, sizeof(int64_t) * (size_t)(nd - 2)) != 0)
             return ampc_set_error(AMPC_E_RUNTIME, "gemm: input %d does not match the output's shape or dtype", i);

@@ -2,6 +2,7 @@
 #include "nn_common.h"
 
 #include "autograd.h"
+#include "kernel_args.h"
 
 #include <stdio.h>
 
@@ -58,17 +59,8 @@ void nn_release(int n, ampc_tensor **ts) {
 ampc_status nn_gemm_into(ampc_tensor *c, const ampc_tensor *a, const ampc_tensor *b, const ampc_tensor *bias,
                          double beta, double alpha) {
     if (ampc_numel(c) == 0) return AMPC_OK;
-    ampc_kernel_args args;
-    nn_args_init(&args);
-    args.out[0] = c;
-    args.n_out = 1;
-    args.in[0] = a;
-    args.in[1] = b;
-    args.in[2] = bias;
-    args.n_in = bias ? 3 : 2;
-    args.scalars[0] = ampc_scalar_float(alpha);
-    args.scalars[1] = ampc_scalar_float(bias ? beta : 0.0);
-    return ampc_dispatch(AMPC_OP_GEMM, &args);
+    ampc_gemm_args args = {.out = c, .a = a, .b = b, .c = bias, .alpha = alpha, .beta = bias ? beta : 0.0};
+    return ampc_dispatch_gemm(AMPC_OP_GEMM, &args);
 }
 
 ampc_tensor *nn_gemm(const ampc_tensor *a, const ampc_tensor *b, const ampc_tensor *bias, double beta, double alpha) {

@@ -96,34 +96,18 @@ AMPC_HD uint32_t ampc_philox_word(uint64_t seed, uint64_t j) {
 /* ---- transforms ---- */
 
 /* Separate multiply and add with round-to-nearest, never fused: both devices round alike. */
-AMPC_HD float ampc_fmul(float a, float b) {
 #if defined(__CUDA_ARCH__)
-    return __fmul_rn(a, b);
+#define AMPC_ROUNDED_OP(NAME, T, OP, INTRINSIC) \
+    AMPC_HD T NAME(T a, T b) { return INTRINSIC(a, b); }
 #else
-    return a * b;
+#define AMPC_ROUNDED_OP(NAME, T, OP, INTRINSIC) \
+    AMPC_HD T NAME(T a, T b) { return a OP b; }
 #endif
-}
-AMPC_HD float ampc_fadd(float a, float b) {
-#if defined(__CUDA_ARCH__)
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-AMPC_HD double ampc_dmul(double a, double b) {
-#if defined(__CUDA_ARCH__)
-    return __dmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-AMPC_HD double ampc_dadd(double a, double b) {
-#if defined(__CUDA_ARCH__)
-    return __dadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
+AMPC_ROUNDED_OP(ampc_fmul, float, *, __fmul_rn)
+AMPC_ROUNDED_OP(ampc_fadd, float, +, __fadd_rn)
+AMPC_ROUNDED_OP(ampc_dmul, double, *, __dmul_rn)
+AMPC_ROUNDED_OP(ampc_dadd, double, +, __dadd_rn)
+#undef AMPC_ROUNDED_OP
 
 /* [0, 1) from the low 24 bits, as PyTorch does for float: every value exact in float. */
 AMPC_HD float ampc_philox_u24(uint32_t x) { return (float)(x & 0xffffffu) * 5.9604644775390625e-08f; }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernel_args.h"
 #include "ops.h"
 #include "philox.h"
 
@@ -150,17 +151,34 @@ static ampc_status run_random(ampc_op op, ampc_tensor *t, uint64_t words_per_ele
                               ampc_scalar s1, int n_in, const ampc_tensor *in0, const ampc_tensor *in1) {
     int64_t n = ampc_numel(t);
     if (n == 0) return AMPC_OK;
-    ampc_kernel_args args;
-    memset(&args, 0, sizeof args);
-    args.out[0] = t;
-    args.n_out = 1;
-    args.in[0] = in0;
-    args.in[1] = in1;
-    args.n_in = n_in;
-    args.scalars[0] = s0;
-    args.scalars[1] = s1;
-    ampc_philox_reserve(t->device, (uint64_t)n * words_per_element, &args.seed, &args.offset);
-    AMPC_TRY(ampc_dispatch(op, &args));
+    (void)n_in;
+    uint64_t seed, offset;
+    ampc_philox_reserve(t->device, (uint64_t)n * words_per_element, &seed, &offset);
+    switch (op) {
+    case AMPC_OP_UNIFORM: {
+        ampc_uniform_args a = {.out = t, .from = ampc_scalar_to_double(s0), .to = ampc_scalar_to_double(s1),
+                               .seed = seed, .offset = offset};
+        AMPC_TRY(ampc_dispatch_uniform(op, &a));
+        break;
+    }
+    case AMPC_OP_NORMAL: {
+        ampc_normal_args a = {.out = t, .means = in0, .stddevs = in1, .mean = ampc_scalar_to_double(s0),
+                              .stddev = ampc_scalar_to_double(s1), .seed = seed, .offset = offset};
+        AMPC_TRY(ampc_dispatch_normal(op, &a));
+        break;
+    }
+    case AMPC_OP_RANDINT: {
+        ampc_randint_args a = {.out = t, .low = ampc_scalar_to_int(s0), .high = ampc_scalar_to_int(s1),
+                               .seed = seed, .offset = offset};
+        AMPC_TRY(ampc_dispatch_randint(op, &a));
+        break;
+    }
+    default: {
+        ampc_bernoulli_args a = {.out = t, .probs = in0, .p = ampc_scalar_to_double(s0), .seed = seed, .offset = offset};
+        AMPC_TRY(ampc_dispatch_bernoulli(op, &a));
+        break;
+    }
+    }
     t->storage->version++;
     return AMPC_OK;
 }
@@ -231,7 +249,7 @@ ampc_status ampc_bernoulli_(ampc_tensor *t, double p) {
 }
 
 /* `src` broadcast to t's shape as a contiguous float64 tensor on t's device: the per-element
- * parameter layout the RANDOM kernels read (in[k]). */
+ * parameter layout the RANDOM kernels read (means, stddevs, probs). */
 static ampc_tensor *as_f64_param(const char *op, const ampc_tensor *src, const ampc_tensor *t) {
     char s0[160], s1[160];
     int nd;

@@ -12,9 +12,10 @@
 #include <stdbool.h>
 
 #include "dispatch.h"
+#include "kernel_args.h"
 #include "philox.h"
 
-/* Everything a block needs, derived once per kernel call from ampc_kernel_args. Plain data, so
+/* Everything a block needs, derived once per kernel call from the op's typed arguments. Plain data, so
  * it can be passed by value to a CUDA kernel. */
 typedef struct ampc_random_params {
     int op;           /* AMPC_OP_UNIFORM, _NORMAL, _RANDINT, _BERNOULLI */
@@ -27,38 +28,55 @@ typedef struct ampc_random_params {
     const double *p0, *p1; /* per-element NORMAL mean/std or BERNOULLI p (contiguous float64), or NULL */
 } ampc_random_params;
 
-static inline ampc_random_params ampc_random_params_of(ampc_op op, const ampc_kernel_args *args, ampc_dtype dtype) {
+/* The params of a RANDOM op's typed arguments (kernel_args.h), or false with the error set. */
+static inline bool ampc_random_params_of(ampc_op op, const ampc_kernel_args *args, ampc_random_params *out,
+                                         ampc_tensor **t) {
     ampc_random_params p;
     p.op = (int)op;
-    p.dtype = (int)dtype;
-    p.seed = args->seed;
-    p.block0 = args->offset / 4;
-    p.a = ampc_scalar_to_double(args->scalars[0]);
-    p.b = ampc_scalar_to_double(args->scalars[1]);
+    p.a = p.b = 0;
     p.low = 0;
     p.range = 0;
     p.p0 = p.p1 = NULL;
     p.per_block = 4;
     switch (op) {
-    case AMPC_OP_UNIFORM:
-    case AMPC_OP_NORMAL:
-        if (dtype == AMPC_FLOAT64) p.per_block = 2;
-        if (op == AMPC_OP_NORMAL && args->n_in == 2) {
-            p.p0 = (const double *)ampc_data_ptr(args->in[0]);
-            p.p1 = (const double *)ampc_data_ptr(args->in[1]);
+    case AMPC_OP_UNIFORM: {
+        const ampc_uniform_args *u = ampc_args_uniform(args);
+        if (!u) return false;
+        *t = u->out, p.seed = u->seed, p.block0 = u->offset / 4, p.a = u->from, p.b = u->to;
+        break;
+    }
+    case AMPC_OP_NORMAL: {
+        const ampc_normal_args *u = ampc_args_normal(args);
+        if (!u) return false;
+        *t = u->out, p.seed = u->seed, p.block0 = u->offset / 4, p.a = u->mean, p.b = u->stddev;
+        if (u->means && u->stddevs) {
+            p.p0 = (const double *)ampc_data_ptr(u->means);
+            p.p1 = (const double *)ampc_data_ptr(u->stddevs);
         }
         break;
-    case AMPC_OP_RANDINT:
-        p.low = ampc_scalar_to_int(args->scalars[0]);
-        p.range = (uint64_t)ampc_scalar_to_int(args->scalars[1]) - (uint64_t)p.low + 1u; /* high is inclusive */
+    }
+    case AMPC_OP_RANDINT: {
+        const ampc_randint_args *u = ampc_args_randint(args);
+        if (!u) return false;
+        *t = u->out, p.seed = u->seed, p.block0 = u->offset / 4, p.a = (double)u->low, p.b = (double)u->high;
+        p.low = u->low;
+        p.range = (uint64_t)u->high - (uint64_t)p.low + 1u; /* high is inclusive */
         if (p.range == 0 || p.range > ((uint64_t)1 << 32)) p.per_block = 2;
         break;
-    case AMPC_OP_BERNOULLI:
-        if (args->n_in == 1) p.p0 = (const double *)ampc_data_ptr(args->in[0]);
-        break;
-    default: break;
     }
-    return p;
+    case AMPC_OP_BERNOULLI: {
+        const ampc_bernoulli_args *u = ampc_args_bernoulli(args);
+        if (!u) return false;
+        *t = u->out, p.seed = u->seed, p.block0 = u->offset / 4, p.a = u->p;
+        if (u->probs) p.p0 = (const double *)ampc_data_ptr(u->probs);
+        break;
+    }
+    default: ampc_set_error(AMPC_E_RUNTIME, "%s: not a random op", ampc_op_name(op)); return false;
+    }
+    p.dtype = (int)(*t)->dtype;
+    if ((op == AMPC_OP_UNIFORM || op == AMPC_OP_NORMAL) && p.dtype == AMPC_FLOAT64) p.per_block = 2;
+    *out = p;
+    return true;
 }
 
 /* A value rounded to a floating output dtype and widened back to double (exact). */

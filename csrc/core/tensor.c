@@ -10,6 +10,7 @@
 
 #include "derivatives.h"
 #include "dispatch.h"
+#include "kernel_args.h"
 
 void (*ampc_tensor_free_hook)(ampc_tensor *t) = NULL;
 
@@ -539,15 +540,8 @@ ampc_status ampc_copy_(ampc_tensor *dst, const ampc_tensor *src) {
         return ampc_set_error(AMPC_E_RUNTIME, "copy_: source of shape %s cannot be broadcast to destination shape %s",
                               ampc_shape_str(src->ndim, src->shape, sa, sizeof sa),
                               ampc_shape_str(dst->ndim, dst->shape, sb, sizeof sb));
-    ampc_kernel_args args;
-    memset(&args, 0, sizeof args);
-    args.out[0] = dst;
-    args.n_out = 1;
-    args.in[0] = src;
-    args.n_in = 1;
-    args.ints[0] = ampc_non_blocking();
-    args.n_ints = 1;
-    AMPC_TRY(ampc_dispatch(AMPC_OP_COPY, &args));
+    ampc_copy_args args = {.dst = dst, .src = src, .non_blocking = ampc_non_blocking() != 0};
+    AMPC_TRY(ampc_dispatch_copy(AMPC_OP_COPY, &args));
     dst->storage->version++;
     return AMPC_OK;
 }
@@ -621,12 +615,8 @@ ampc_tensor *ampc_pin_memory(const ampc_tensor *t) {
 
 ampc_status ampc_fill_(ampc_tensor *t, ampc_scalar value) {
     if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_fill_(t, value);
-    ampc_kernel_args args;
-    memset(&args, 0, sizeof args);
-    args.out[0] = t;
-    args.n_out = 1;
-    args.scalars[0] = value;
-    AMPC_TRY(ampc_dispatch(AMPC_OP_FILL, &args));
+    ampc_fill_args args = {.dst = t, .value = value};
+    AMPC_TRY(ampc_dispatch_fill(AMPC_OP_FILL, &args));
     t->storage->version++;
     return AMPC_OK;
 }

@@ -3,6 +3,7 @@
  * and setitem ends here. Host <-> CUDA copies are handled by the CUDA backend. */
 #include <string.h>
 
+#include "../core/kernel_args.h"
 #include "cpu_backend.h"
 #include "cpu_dtype_loops.h"
 #include "cpu_iter.h"
@@ -36,8 +37,10 @@ static void copy_bytes(char **d, const int64_t *s, int64_t n, const void *c) {
 
 static ampc_status cpu_copy(ampc_op op, const ampc_kernel_args *a) {
     (void)op;
-    ampc_tensor *dst = a->out[0];
-    const ampc_tensor *src = a->in[0];
+    const ampc_copy_args *p = ampc_args_copy(a);
+    if (!p) return ampc_last_status();
+    ampc_tensor *dst = p->dst;
+    const ampc_tensor *src = p->src;
     if (src->device.type != AMPC_CPU || dst->device.type != AMPC_CPU)
         return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "copy_: the CPU backend cannot copy to or from a device");
     ampc_cpu_iter it;
@@ -61,25 +64,27 @@ static void fill_bytes(char **d, const int64_t *s, int64_t n, const void *c) {
 
 static ampc_status cpu_fill(ampc_op op, const ampc_kernel_args *a) {
     (void)op;
-    ampc_tensor *t = a->out[0];
+    const ampc_fill_args *p = ampc_args_fill(a);
+    if (!p) return ampc_last_status();
+    ampc_tensor *t = p->dst;
     struct {
         size_t item;
         unsigned char value[8];
     } ctx;
     ctx.item = ampc_dtype_itemsize(t->dtype);
-    ampc_scalar v = a->scalars[0];
+    ampc_scalar v = p->value;
     double f = ampc_scalar_to_double(v);
     int64_t i = ampc_scalar_to_int(v);
-    char *p = (char *)ctx.value;
+    char *bytes = (char *)ctx.value;
     switch (t->dtype) {
-    case AMPC_FLOAT32: AMPC_STORE_f32(p, f); break;
-    case AMPC_FLOAT16: AMPC_STORE_f16(p, f); break;
-    case AMPC_BFLOAT16: AMPC_STORE_bf16(p, f); break;
-    case AMPC_FLOAT64: AMPC_STORE_f64(p, f); break;
-    case AMPC_INT64: AMPC_STORE_i64(p, i); break;
-    case AMPC_INT32: AMPC_STORE_i32(p, i); break;
-    case AMPC_UINT8: AMPC_STORE_u8(p, i); break;
-    case AMPC_BOOL: AMPC_STORE_b8(p, v.kind == AMPC_SCALAR_FLOAT ? (f != 0) : (i != 0)); break;
+    case AMPC_FLOAT32: AMPC_STORE_f32(bytes, f); break;
+    case AMPC_FLOAT16: AMPC_STORE_f16(bytes, f); break;
+    case AMPC_BFLOAT16: AMPC_STORE_bf16(bytes, f); break;
+    case AMPC_FLOAT64: AMPC_STORE_f64(bytes, f); break;
+    case AMPC_INT64: AMPC_STORE_i64(bytes, i); break;
+    case AMPC_INT32: AMPC_STORE_i32(bytes, i); break;
+    case AMPC_UINT8: AMPC_STORE_u8(bytes, i); break;
+    case AMPC_BOOL: AMPC_STORE_b8(bytes, v.kind == AMPC_SCALAR_FLOAT ? (f != 0) : (i != 0)); break;
     default: return ampc_set_error(AMPC_E_TYPE, "fill_: unsupported dtype");
     }
     if (ampc_is_contiguous(t) && ctx.item == 1) {

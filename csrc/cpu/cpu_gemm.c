@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "../core/dispatch.h"
+#include "../core/kernel_args.h"
 #include "../core/ops.h"
 #include "cpu_backend.h"
 #include "cpu_dtype_loops.h"
@@ -282,17 +283,18 @@ static gemm_mat matrix_of(const ampc_tensor *t, int64_t offset) {
 
 static ampc_status cpu_gemm(ampc_op op, const ampc_kernel_args *args) {
     (void)op;
-    AMPC_TRY(ampc_gemm_check_args(args));
-    ampc_tensor *c = args->out[0];
-    const ampc_tensor *a = args->in[0], *b = args->in[1], *bias = args->n_in > 2 ? args->in[2] : NULL;
+    const ampc_gemm_args *p = ampc_args_gemm(args);
+    if (!p) return ampc_last_status();
+    AMPC_TRY(ampc_gemm_check_args(p));
+    ampc_tensor *c = p->out;
+    const ampc_tensor *a = p->a, *b = p->b, *bias = p->c;
     ampc_dtype dt = c->dtype;
     int nd = c->ndim, nb = nd - 2;
     int64_t n = c->shape[nd - 2], m = c->shape[nd - 1], k = a->shape[nd - 1], ldc = c->strides[nd - 2];
     int64_t batch = 1;
     for (int d = 0; d < nb; d++) batch *= c->shape[d];
     if (batch == 0 || n == 0 || m == 0) return AMPC_OK;
-    double alpha = args->scalars[0].kind == AMPC_SCALAR_NONE ? 1.0 : ampc_scalar_to_double(args->scalars[0]);
-    double beta = args->scalars[1].kind == AMPC_SCALAR_NONE ? 1.0 : ampc_scalar_to_double(args->scalars[1]);
+    double alpha = p->alpha, beta = p->beta;
     if (beta == 0) bias = NULL; /* beta 0 ignores the input, NaN included, as BLAS does */
     switch (dt) {
     case AMPC_FLOAT32: case AMPC_FLOAT64: case AMPC_FLOAT16: case AMPC_BFLOAT16:

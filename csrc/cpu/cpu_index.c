@@ -11,11 +11,13 @@
  * then accumulate without races, and the last write wins as in NumPy. */
 #include <string.h>
 
+#include "../core/kernel_args.h"
+#include "../core/ops.h"
 #include "cpu_backend.h"
 #include "cpu_dtype_loops.h"
 #include "cpu_iter.h"
 
-#define MAX_INDEX_TENSORS 5 /* three ints each in the kernel args; ints[15] is accumulate */
+#define MAX_INDEX_TENSORS AMPC_MAX_INDEX_TENSORS
 
 typedef struct index_ctx {
     int k;
@@ -57,31 +59,30 @@ static ampc_status check_index(ampc_op op, const ampc_tensor *idx, int64_t size,
     return AMPC_OK;
 }
 
-/* Reads the index layout, checks every index and prepares the iterator over
- * (out[0], in[0], in[1..k]). `item` is the element size of the indexed tensor. */
-static ampc_status index_setup(ampc_op op, const ampc_kernel_args *a, index_ctx *x, ampc_cpu_iter *it) {
-    x->k = a->n_in - 1;
+/* Checks every index and prepares the iterator over (out, in, the k indices): the layout of a
+ * gather or scatter form call. `alpha` is NONE for the gather form. */
+static ampc_status index_setup(ampc_op op, ampc_tensor *out, const ampc_tensor *in, const ampc_tensor *const *indices,
+                               int k, const ampc_index_dim *dims, ampc_scalar alpha, index_ctx *x, ampc_cpu_iter *it) {
+    x->k = k;
     if (x->k < 0 || x->k > MAX_INDEX_TENSORS)
         return ampc_set_error(AMPC_E_RUNTIME, "%s: %d index tensors given, the CPU kernel takes at most %d",
                               ampc_op_name(op), x->k, MAX_INDEX_TENSORS);
-    int64_t item = (int64_t)ampc_dtype_itemsize(a->out[0]->dtype);
+    int64_t item = (int64_t)ampc_dtype_itemsize(out->dtype);
+    const ampc_tensor *ins[1 + MAX_INDEX_TENSORS] = {in};
     for (int j = 0; j < x->k; j++) {
-        const ampc_tensor *idx = a->in[1 + j];
+        const ampc_tensor *idx = ins[1 + j] = indices[j];
         if (idx->dtype != AMPC_INT64)
             return ampc_set_error(AMPC_E_RUNTIME, "%s: the CPU kernel takes int64 indices, got %s", ampc_op_name(op),
                                   ampc_dtype_name(idx->dtype));
-        x->size[j] = a->ints[3 * j];
-        x->stride[j] = a->ints[3 * j + 1] * item;
-        AMPC_TRY(check_index(op, idx, x->size[j], a->ints[3 * j + 2]));
+        x->size[j] = dims[j].size;
+        x->stride[j] = dims[j].stride * item;
+        AMPC_TRY(check_index(op, idx, x->size[j], dims[j].dim));
     }
-    x->alpha_f = a->scalars[0].kind == AMPC_SCALAR_NONE ? 1.0 : ampc_scalar_to_double(a->scalars[0]);
-    x->alpha_i = a->scalars[0].kind == AMPC_SCALAR_NONE ? 1 : ampc_scalar_to_int(a->scalars[0]);
-    ampc_tensor *out = a->out[0];
-    return ampc_cpu_iter_init(it, 1, &out, a->n_in, a->in);
+    x->alpha_f = alpha.kind == AMPC_SCALAR_NONE ? 1.0 : ampc_scalar_to_double(alpha);
+    x->alpha_i = alpha.kind == AMPC_SCALAR_NONE ? 1 : ampc_scalar_to_int(alpha);
+    return ampc_cpu_iter_init(it, 1, &out, 1 + x->k, ins);
 }
 
-/* Byte offset of element i in the indexed tensor, relative to its R-position. Operands: d[0]
- * out, d[1] in[0], d[2 + j] index j. Indices were checked, so only negatives need wrapping. */
 static inline int64_t element_offset(const index_ctx *x, char **d, const int64_t *s, int64_t i) {
     int64_t off = 0;
     for (int j = 0; j < x->k; j++) {
@@ -182,31 +183,37 @@ static ampc_cpu_loop_fn move_loop(size_t item, bool put) {
 
 /* INDEX_SELECT, GATHER, INDEX */
 static ampc_status cpu_gather_form(ampc_op op, const ampc_kernel_args *a) {
+    const ampc_gather_args *p = ampc_args_gather(a);
+    if (!p) return ampc_last_status();
     index_ctx x;
     ampc_cpu_iter it;
-    if (a->out[0]->dtype != a->in[0]->dtype)
+    if (p->out->dtype != p->src->dtype)
         return ampc_set_error(AMPC_E_RUNTIME, "%s: source and result dtypes differ", ampc_op_name(op));
-    if (ampc_numel(a->out[0]) == 0) return AMPC_OK;
-    AMPC_TRY(index_setup(op, a, &x, &it));
-    ampc_cpu_iter_run(&it, move_loop(ampc_dtype_itemsize(a->out[0]->dtype), false), &x);
+    if (ampc_numel(p->out) == 0) return AMPC_OK;
+    const ampc_tensor *indices[MAX_INDEX_TENSORS] = {p->index0, p->index1, p->index2, p->index3, p->index4};
+    AMPC_TRY(index_setup(op, p->out, p->src, indices, p->n_indices, p->dims, ampc_scalar_none(), &x, &it));
+    ampc_cpu_iter_run(&it, move_loop(ampc_dtype_itemsize(p->out->dtype), false), &x);
     return AMPC_OK;
 }
 
 /* SCATTER_ADD, INDEX_ADD, INDEX_PUT */
 static ampc_status cpu_scatter_form(ampc_op op, const ampc_kernel_args *a) {
+    const ampc_scatter_args *p = ampc_args_scatter(a);
+    if (!p) return ampc_last_status();
     index_ctx x;
     ampc_cpu_iter it;
-    ampc_dtype dt = a->out[0]->dtype;
-    if (a->in[0]->dtype != dt)
+    ampc_dtype dt = p->dst->dtype;
+    if (p->values->dtype != dt)
         return ampc_set_error(AMPC_E_RUNTIME, "%s: values and destination dtypes differ", ampc_op_name(op));
-    if (ampc_numel(a->out[0]) == 0) return AMPC_OK;
-    AMPC_TRY(index_setup(op, a, &x, &it));
-    bool accumulate = op != AMPC_OP_INDEX_PUT || a->ints[15];
+    if (ampc_numel(p->dst) == 0) return AMPC_OK;
+    const ampc_tensor *indices[MAX_INDEX_TENSORS] = {p->index0, p->index1, p->index2, p->index3, p->index4};
+    AMPC_TRY(index_setup(op, p->dst, p->values, indices, p->n_indices, p->dims, p->alpha, &x, &it));
+    bool accumulate = op != AMPC_OP_INDEX_PUT || p->accumulate;
     ampc_cpu_iter_run_serial(&it, accumulate ? accumulate_loops[dt] : move_loop(ampc_dtype_itemsize(dt), true), &x);
     return AMPC_OK;
 }
 
-/* MASKED_FILL: out[0][i] = value where mask[i]; in[1] is the 0-dim value in out's dtype. The
+/* MASKED_FILL: dst[i] = value where mask[i]; value is 0-dim, of dst's dtype. The
  * mask is read as bytes: bool storage holds 0 or 1. */
 #define DEFINE_MASKED_FILL(BYTES)                                                              \
     static void masked_fill_##BYTES(char **d, const int64_t *s, int64_t n, const void *c) {    \
@@ -220,10 +227,9 @@ DEFINE_MASKED_FILL(4)
 DEFINE_MASKED_FILL(8)
 
 static ampc_status cpu_masked_fill(ampc_op op, const ampc_kernel_args *a) {
-    ampc_tensor *out = a->out[0];
-    if (a->in[0]->dtype != AMPC_BOOL || a->in[1]->dtype != out->dtype || a->in[1]->ndim != 0)
-        return ampc_set_error(AMPC_E_RUNTIME, "%s: expects a bool mask and a 0-dim value of the output's dtype",
-                              ampc_op_name(op));
+    const ampc_masked_fill_args *p = ampc_masked_fill_kernel_args(op, a);
+    if (!p) return ampc_last_status();
+    ampc_tensor *out = p->dst;
     ampc_cpu_loop_fn fn;
     switch (ampc_dtype_itemsize(out->dtype)) {
     case 1: fn = masked_fill_1; break;
@@ -232,7 +238,8 @@ static ampc_status cpu_masked_fill(ampc_op op, const ampc_kernel_args *a) {
     default: fn = masked_fill_8; break;
     }
     ampc_cpu_iter it;
-    AMPC_TRY(ampc_cpu_iter_init(&it, 1, &out, 2, a->in));
+    const ampc_tensor *ins[2] = {p->mask, p->value};
+    AMPC_TRY(ampc_cpu_iter_init(&it, 1, &out, 2, ins));
     ampc_cpu_iter_run(&it, fn, NULL);
     return AMPC_OK;
 }
@@ -269,12 +276,14 @@ AMPC_FOR_EACH_DTYPE(DEFINE_NONZERO)
 
 static ampc_status cpu_nonzero(ampc_op op, const ampc_kernel_args *a) {
     (void)op;
-    const ampc_tensor *t = a->in[0];
-    ampc_tensor *out = a->out[0];
-    if (out->dtype != AMPC_INT64 || (a->ints[0] && (out->ndim != 2 || !ampc_is_contiguous(out))))
+    const ampc_nonzero_args *p = ampc_args_nonzero(a);
+    if (!p) return ampc_last_status();
+    const ampc_tensor *t = p->input;
+    ampc_tensor *out = p->out;
+    if (out->dtype != AMPC_INT64 || (p->fill && (out->ndim != 2 || !ampc_is_contiguous(out))))
         return ampc_set_error(AMPC_E_RUNTIME, "nonzero: expects a contiguous int64 output");
-    int64_t *rows = a->ints[0] ? (int64_t *)ampc_data_ptr(out) : NULL;
-    int64_t cap = a->ints[0] ? out->shape[0] : 0, count;
+    int64_t *rows = p->fill ? (int64_t *)ampc_data_ptr(out) : NULL;
+    int64_t cap = p->fill ? out->shape[0] : 0, count;
     switch (t->dtype) {
 #define NONZERO_CASE(ENUM, SUF, CT, VT) \
     case ENUM: count = nonzero_##SUF(t, rows, cap); break;
@@ -282,7 +291,7 @@ static ampc_status cpu_nonzero(ampc_op op, const ampc_kernel_args *a) {
 #undef NONZERO_CASE
     default: return ampc_set_error(AMPC_E_TYPE, "nonzero: unsupported dtype");
     }
-    if (!a->ints[0]) *(int64_t *)ampc_data_ptr(out) = count;
+    if (!p->fill) *(int64_t *)ampc_data_ptr(out) = count;
     return AMPC_OK;
 }
 

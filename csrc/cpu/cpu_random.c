@@ -113,22 +113,25 @@ static void run_chunk(const random_ctx *c, ampc_tensor *t, bool contiguous, int6
 }
 
 static ampc_status cpu_random(ampc_op op, const ampc_kernel_args *a) {
-    ampc_tensor *t = a->out[0];
+    ampc_tensor *t;
     random_ctx c;
     memset(&c, 0, sizeof c);
     c.op = op;
-    if ((op == AMPC_OP_UNIFORM || op == AMPC_OP_NORMAL) && !ampc_dtype_is_floating(t->dtype))
-        return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: not implemented for dtype %s", ampc_op_name(op),
-                              ampc_dtype_name(t->dtype));
     if (op == AMPC_OP_ARANGE) {
-        c.ar.ints = a->scalars[0].kind == AMPC_SCALAR_INT && a->scalars[1].kind == AMPC_SCALAR_INT &&
+        const ampc_arange_args *p = ampc_args_arange(a);
+        if (!p) return ampc_last_status();
+        t = p->out;
+        c.ar.ints = p->start.kind == AMPC_SCALAR_INT && p->step.kind == AMPC_SCALAR_INT &&
                     !ampc_dtype_is_floating(t->dtype);
-        c.ar.istart = ampc_scalar_to_int(a->scalars[0]);
-        c.ar.istep = ampc_scalar_to_int(a->scalars[1]);
-        c.ar.dstart = ampc_scalar_to_double(a->scalars[0]);
-        c.ar.dstep = ampc_scalar_to_double(a->scalars[1]);
+        c.ar.istart = ampc_scalar_to_int(p->start);
+        c.ar.istep = ampc_scalar_to_int(p->step);
+        c.ar.dstart = ampc_scalar_to_double(p->start);
+        c.ar.dstep = ampc_scalar_to_double(p->step);
     } else {
-        c.rp = ampc_random_params_of(op, a, t->dtype);
+        if (!ampc_random_params_of(op, a, &c.rp, &t)) return ampc_last_status();
+        if ((op == AMPC_OP_UNIFORM || op == AMPC_OP_NORMAL) && !ampc_dtype_is_floating(t->dtype))
+            return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: not implemented for dtype %s", ampc_op_name(op),
+                                  ampc_dtype_name(t->dtype));
     }
     int64_t n = ampc_numel(t);
     bool contiguous = ampc_is_contiguous(t);

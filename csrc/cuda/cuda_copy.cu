@@ -19,6 +19,7 @@
  * pinned memory are left running. Between GPUs: cudaMemcpyPeerAsync, ordered by events. */
 #include <type_traits>
 
+#include "../core/kernel_args.h"
 #include "cuda_elementwise.cuh"
 
 namespace {
@@ -211,13 +212,10 @@ static ampc_device cpu_device() { return ampc_cpu_device(); }
 /* The CPU COPY kernel (both tensors on the host), without the frontend's autograd or version
  * bump: those belong to the copy_ this kernel serves. */
 static ampc_status host_copy(ampc_tensor *dst, const ampc_tensor *src) {
-    ampc_kernel_args args;
-    memset(&args, 0, sizeof args);
-    args.out[0] = dst;
-    args.n_out = 1;
-    args.in[0] = src;
-    args.n_in = 1;
-    return ampc_dispatch(AMPC_OP_COPY, &args);
+    ampc_copy_args args = {};
+    args.dst = dst;
+    args.src = src;
+    return ampc_dispatch_copy(AMPC_OP_COPY, &args);
 }
 
 /* Both on GPU dst->device (current device set by the caller). */
@@ -356,10 +354,12 @@ static ampc_status copy_between_devices(ampc_tensor *dst, const ampc_tensor *src
 
 static ampc_status cuda_copy(ampc_op op, const ampc_kernel_args *a) {
     (void)op;
-    ampc_tensor *dst = a->out[0];
-    const ampc_tensor *src = a->in[0];
+    const ampc_copy_args *p = ampc_args_copy(a);
+    if (!p) return ampc_last_status();
+    ampc_tensor *dst = p->dst;
+    const ampc_tensor *src = p->src;
     if (ampc_numel(dst) == 0) return AMPC_OK;
-    bool non_blocking = a->n_ints > 0 && a->ints[0] != 0; /* ops.def: ints[0] */
+    bool non_blocking = p->non_blocking;
     bool dst_gpu = dst->device.type == AMPC_CUDA, src_gpu = src->device.type == AMPC_CUDA;
     if (dst_gpu && src_gpu && dst->device.index == src->device.index) {
         ampc_cuda_guard g(dst);
@@ -420,14 +420,16 @@ template <typename W> static ampc_status fill_launch(ampc_tensor *t, const unsig
 
 static ampc_status cuda_fill(ampc_op op, const ampc_kernel_args *a) {
     (void)op;
-    ampc_tensor *t = a->out[0];
+    const ampc_fill_args *p = ampc_args_fill(a);
+    if (!p) return ampc_last_status();
+    ampc_tensor *t = p->dst;
     if (ampc_numel(t) == 0) return AMPC_OK;
     /* The value's bits in the tensor's dtype, converted by the CPU FILL kernel itself (one
      * element on the host), so both devices store the same bits for every value. */
     unsigned char bytes[8] = {0};
     size_t item = ampc_dtype_itemsize(t->dtype);
     {
-        ampc_tensor *one = ampc_full(0, NULL, a->scalars[0], t->dtype, cpu_device());
+        ampc_tensor *one = ampc_full(0, NULL, p->value, t->dtype, cpu_device());
         if (!one) return ampc_last_status();
         memcpy(bytes, ampc_data_ptr(one), item);
         ampc_tensor_decref(one);

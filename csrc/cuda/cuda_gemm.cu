@@ -14,7 +14,7 @@
  * The same tiled kernel serves k == 0 (D = beta * C, or zeros) and any float problem for which
  * cuBLASLt reports no algorithm (ampc._C._cuda_gemm_stats counts it, so tests see it).
  *
- * How in[2] (C) reaches cuBLASLt, cheapest first:
+ * How the C input reaches cuBLASLt, cheapest first:
  *   a bias row broadcast over the rows with beta == 1 (nn.Linear's addmm; stride 0 on the n
  *   dim): CUBLASLT_EPILOGUE_BIAS, one call; a row-major C: cuBLASLt's own C matrix with beta;
  *   anything else (a column bias as in conv, broadcast batches, transposed C): copied into the
@@ -27,6 +27,7 @@
 
 #include <type_traits>
 
+#include "../core/kernel_args.h"
 #include "cuda_gemm.cuh"
 
 /* ---------------------------------------------------------------- statistics */
@@ -141,7 +142,7 @@ __global__ void __launch_bounds__(GEMM_TILE *GEMM_TILE)
                 }
                 if (i < g.n && j < g.m) {
                     Acc v = alpha * acc;
-                    /* read before the write: C may be D itself (in[2] copied into the output) */
+                    /* read before the write: C may be D itself (the C input copied into the output) */
                     if (use_c) v += beta * ampc_convert<Acc>(C[off[GEMM_C] + i * g.rs[GEMM_C] + j * g.cs[GEMM_C]]);
                     D[off[GEMM_D] + i * g.rs[GEMM_D] + j * g.cs[GEMM_D]] = ampc_convert<T>(v);
                 }
@@ -185,7 +186,7 @@ template <> struct gemm_bits<2> { typedef uint16_t type; };
 template <> struct gemm_bits<4> { typedef uint32_t type; };
 template <> struct gemm_bits<8> { typedef uint64_t type; };
 
-/* dst (the output, row-major) = src (in[2] broadcast to the output's shape, any strides). */
+/* dst (the output, row-major) = src (the C input broadcast to the output's shape, any strides). */
 template <typename T> __global__ void copy_into_kernel(T *dst, const T *src, ampc_cuda_indexer ix) {
     AMPC_CUDA_KERNEL_LOOP(i, ix.numel) {
         int64_t off[AMPC_CUDA_MAX_OPERANDS];
@@ -267,9 +268,8 @@ static bool batch_strides_nonzero(const ampc_tensor *t) {
     return true;
 }
 
-static ampc_status run_cublaslt(const ampc_kernel_args *args, ampc_tensor *out, const ampc_tensor *cin, double alpha,
-                                double beta, cudaStream_t stream) {
-    const ampc_tensor *a = args->in[0], *b = args->in[1];
+static ampc_status run_cublaslt(const ampc_tensor *a, const ampc_tensor *b, ampc_tensor *out, const ampc_tensor *cin,
+                                double alpha, double beta, cudaStream_t stream) {
     ampc_dtype dt = out->dtype;
     int device = (int)out->device.index, nd = out->ndim;
     int64_t n = out->shape[nd - 2], m = out->shape[nd - 1];
@@ -328,15 +328,16 @@ static ampc_status run_cublaslt(const ampc_kernel_args *args, ampc_tensor *out, 
 
 static ampc_status cuda_gemm(ampc_op op, const ampc_kernel_args *args) {
     (void)op;
-    AMPC_TRY(ampc_gemm_check_args(args));
-    ampc_tensor *out = args->out[0];
-    const ampc_tensor *cin = args->n_in > 2 ? args->in[2] : NULL;
+    const ampc_gemm_args *p = ampc_args_gemm(args);
+    if (!p) return ampc_last_status();
+    AMPC_TRY(ampc_gemm_check_args(p));
+    ampc_tensor *out = p->out;
+    const ampc_tensor *cin = p->c;
     ampc_dtype dt = out->dtype;
     int nd = out->ndim;
-    int64_t k = args->in[0]->shape[nd - 1];
+    int64_t k = p->a->shape[nd - 1];
     if (ampc_numel(out) == 0) return AMPC_OK;
-    double alpha = args->scalars[0].kind == AMPC_SCALAR_NONE ? 1.0 : ampc_scalar_to_double(args->scalars[0]);
-    double beta = args->scalars[1].kind == AMPC_SCALAR_NONE ? 1.0 : ampc_scalar_to_double(args->scalars[1]);
+    double alpha = p->alpha, beta = p->beta;
     if (beta == 0) cin = NULL; /* beta 0 ignores the input, NaN included, as BLAS does */
     if (dt == AMPC_BOOL)
         return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "gemm: not implemented for '%s'", ampc_dtype_name(dt));
@@ -347,13 +348,13 @@ static ampc_status cuda_gemm(ampc_op op, const ampc_kernel_args *args) {
 
     if (!floating || k == 0) {
         /* k == 0: D = beta * C or zeros; alpha * (empty sum) is 0 even for alpha inf/NaN (BLAS) */
-        const ampc_tensor *ops[GEMM_NOPS] = {args->in[0], args->in[1], cin, out};
+        const ampc_tensor *ops[GEMM_NOPS] = {p->a, p->b, cin, out};
         gemm_geom g;
         build_geom(&g, ops);
         return run_tiled(dt, g, k == 0 ? 0.0 : alpha, beta, cin != NULL, stream);
     }
 #ifdef AMPC_WITH_CUBLAS
-    return run_cublaslt(args, out, cin, alpha, beta, stream);
+    return run_cublaslt(p->a, p->b, out, cin, alpha, beta, stream);
 #else
     return ampc_set_error(AMPC_E_RUNTIME,
                           "gemm: ampc was built without cuBLAS, so %s matmul on CUDA is unavailable (install the "

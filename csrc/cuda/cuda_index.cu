@@ -22,8 +22,8 @@
 #include "../core/kernel_args.h"
 #include "cuda_common.cuh"
 
-#define MAX_INDEX_TENSORS 5 /* three ints each in the kernel args; ints[15] is accumulate */
-#define INDEX_OPERANDS (2 + MAX_INDEX_TENSORS) /* out[0], in[0], in[1..k] */
+#define MAX_INDEX_TENSORS AMPC_MAX_INDEX_TENSORS
+#define INDEX_OPERANDS (2 + MAX_INDEX_TENSORS) /* out, in, the k indices */
 
 /* First error wins; `word` is NULL only before the runtime provides one. */
 __device__ __forceinline__ void report_index_error(int *word, int op) {
@@ -95,38 +95,41 @@ struct index_geometry {
     }
 };
 
-static ampc_status index_geometry_init(ampc_op op, const ampc_kernel_args *a, index_geometry *g) {
+/* The geometry of a gather or scatter form call over (out, in, the k indices). */
+static ampc_status index_geometry_init(ampc_op op, ampc_tensor *out, const ampc_tensor *in,
+                                       const ampc_tensor *const *indices, int k, const ampc_index_dim *dims,
+                                       index_geometry *g) {
     memset(g, 0, sizeof *g);
-    g->k = a->n_in - 1;
+    g->k = k;
     if (g->k < 0 || g->k > MAX_INDEX_TENSORS)
         return ampc_set_error(AMPC_E_RUNTIME, "%s: %d index tensors given, the CUDA kernel takes at most %d",
                               ampc_op_name(op), g->k, MAX_INDEX_TENSORS);
+    const ampc_tensor *ins[1 + MAX_INDEX_TENSORS] = {in};
     for (int j = 0; j < g->k; j++) {
-        const ampc_tensor *idx = a->in[1 + j];
+        const ampc_tensor *idx = ins[1 + j] = indices[j];
         if (idx->dtype != AMPC_INT64)
             return ampc_set_error(AMPC_E_RUNTIME, "%s: the CUDA kernel takes int64 indices, got %s", ampc_op_name(op),
                                   ampc_dtype_name(idx->dtype));
         g->index[j] = (const int64_t *)ampc_data_ptr(idx);
-        g->size[j] = a->ints[3 * j];
-        g->stride[j] = a->ints[3 * j + 1];
+        g->size[j] = dims[j].size;
+        g->stride[j] = dims[j].stride;
     }
     ampc_cpu_iter it;
-    ampc_tensor *out = a->out[0];
-    AMPC_TRY(ampc_cpu_iter_init(&it, 1, &out, a->n_in, a->in));
+    AMPC_TRY(ampc_cpu_iter_init(&it, 1, &out, 1 + g->k, ins));
     g->ndim = it.ndim;
     g->numel = it.numel;
     for (int d = 0; d < it.ndim; d++) g->shape[d] = it.shape[d];
     for (int q = 0; q < it.n_operands; q++) {
-        const ampc_tensor *t = q == 0 ? a->out[0] : a->in[q - 1];
+        const ampc_tensor *t = q == 0 ? out : ins[q - 1];
         int64_t item = (int64_t)ampc_dtype_itemsize(t->dtype);
         for (int d = 0; d < it.ndim; d++) g->strides[q][d] = it.strides[q][d] / item;
     }
     return AMPC_OK;
 }
 
-/* Gather: out[p] = src[p + extra]. T is an unsigned type of the item size (moves are bytes). */
-template <typename T, typename U>
-__global__ void gather_kernel(index_geometry g, T *out, const T *src, int *err, int op) {
+/* One thread per position p of R: the checked offset `extra` of p's indexed element, then
+ * f(off, extra) does the move (gather_move, put_move) or the accumulation (accumulate_into). */
+template <typename U, typename F> __global__ void index_kernel(index_geometry g, F f, int *err, int op) {
     AMPC_CUDA_KERNEL_LOOP(i, g.numel) {
         int64_t off[INDEX_OPERANDS], extra;
         g.offsets((U)i, off);
@@ -134,23 +137,22 @@ __global__ void gather_kernel(index_geometry g, T *out, const T *src, int *err, 
             report_index_error(err, op);
             continue;
         }
-        out[off[0]] = src[off[1] + extra];
+        f(off, extra);
     }
 }
 
-/* Put: out[p + extra] = values[p]. */
-template <typename T, typename U>
-__global__ void put_kernel(index_geometry g, T *out, const T *values, int *err, int op) {
-    AMPC_CUDA_KERNEL_LOOP(i, g.numel) {
-        int64_t off[INDEX_OPERANDS], extra;
-        g.offsets((U)i, off);
-        if (!g.indexed_offset(off, &extra)) {
-            report_index_error(err, op);
-            continue;
-        }
-        out[off[0] + extra] = values[off[1]];
-    }
-}
+/* Gather: out[p] = src[p + extra]; put: out[p + extra] = values[p]. T is an unsigned type of
+ * the item size (moves are bytes). */
+template <typename T> struct gather_move {
+    T *out;
+    const T *src;
+    __device__ void operator()(const int64_t *off, int64_t extra) const { out[off[0]] = src[off[1] + extra]; }
+};
+template <typename T> struct put_move {
+    T *out;
+    const T *values;
+    __device__ void operator()(const int64_t *off, int64_t extra) const { out[off[0] + extra] = values[off[1]]; }
+};
 
 /* alpha of index_add (1 otherwise), as the CPU kernel reads it: a float for floating dtypes,
  * an int64 for integers. */
@@ -203,27 +205,23 @@ __device__ __forceinline__ void atomic_accumulate(bool *p, bool v, index_alpha a
     atomic_update_byte((uint8_t *)p, [add](unsigned int old) { return (unsigned int)((uint64_t)old + add != 0); });
 }
 
-template <typename T, typename U>
-__global__ void accumulate_kernel(index_geometry g, T *out, const T *values, index_alpha alpha, int *err, int op) {
-    AMPC_CUDA_KERNEL_LOOP(i, g.numel) {
-        int64_t off[INDEX_OPERANDS], extra;
-        g.offsets((U)i, off);
-        if (!g.indexed_offset(off, &extra)) {
-            report_index_error(err, op);
-            continue;
-        }
+template <typename T> struct accumulate_into {
+    T *out;
+    const T *values;
+    index_alpha alpha;
+    __device__ void operator()(const int64_t *off, int64_t extra) const {
         atomic_accumulate(out + off[0] + extra, values[off[1]], alpha);
     }
-}
+};
 
-/* Launches KERNEL<T, U> with U chosen by the iteration size. */
-#define LAUNCH_INDEX_KERNEL(KERNEL, T, g, stream, ...)                                                  \
-    do {                                                                                                \
-        if (fits_u32((g).numel))                                                                        \
-            KERNEL<T, uint32_t><<<ampc_cuda_blocks((g).numel), AMPC_CUDA_THREADS, 0, stream>>>(__VA_ARGS__); \
-        else                                                                                            \
-            KERNEL<T, uint64_t><<<ampc_cuda_blocks((g).numel), AMPC_CUDA_THREADS, 0, stream>>>(__VA_ARGS__); \
-        AMPC_CUDA_CHECK_LAUNCH();                                                                       \
+/* Launches index_kernel over g with f, the index type chosen by the iteration size. */
+#define LAUNCH_INDEX_KERNEL(g, stream, f, err, op)                                                             \
+    do {                                                                                                       \
+        if (fits_u32((g).numel))                                                                               \
+            index_kernel<uint32_t><<<ampc_cuda_blocks((g).numel), AMPC_CUDA_THREADS, 0, stream>>>(g, f, err, op); \
+        else                                                                                                   \
+            index_kernel<uint64_t><<<ampc_cuda_blocks((g).numel), AMPC_CUDA_THREADS, 0, stream>>>(g, f, err, op); \
+        AMPC_CUDA_CHECK_LAUNCH();                                                                              \
     } while (0)
 
 /* Moves by item size: every dtype, no casts (the frontend matched dtypes). */
@@ -237,56 +235,62 @@ __global__ void accumulate_kernel(index_geometry g, T *out, const T *values, ind
 
 /* INDEX_SELECT, GATHER, INDEX */
 static ampc_status cuda_gather_form(ampc_op op, const ampc_kernel_args *a) {
-    ampc_tensor *out = a->out[0];
-    if (out->dtype != a->in[0]->dtype)
+    const ampc_gather_args *p = ampc_args_gather(a);
+    if (!p) return ampc_last_status();
+    ampc_tensor *out = p->out;
+    if (out->dtype != p->src->dtype)
         return ampc_set_error(AMPC_E_RUNTIME, "%s: source and result dtypes differ", ampc_op_name(op));
     if (ampc_numel(out) == 0) return AMPC_OK;
     index_geometry g;
-    AMPC_TRY(index_geometry_init(op, a, &g));
+    const ampc_tensor *indices[MAX_INDEX_TENSORS] = {p->index0, p->index1, p->index2, p->index3, p->index4};
+    AMPC_TRY(index_geometry_init(op, out, p->src, indices, p->n_indices, p->dims, &g));
     ampc_cuda_guard guard(out);
     cudaStream_t stream = ampc_cuda_stream_of(out);
     int *err = ampc_cuda_error_word((int)out->device.index);
     SWITCH_ITEM_SIZE(ampc_dtype_itemsize(out->dtype), {
-        LAUNCH_INDEX_KERNEL(gather_kernel, move_t, g, stream, g, (move_t *)ampc_data_ptr(out),
-                            (const move_t *)ampc_data_ptr(a->in[0]), err, (int)op);
+        gather_move<move_t> f = {(move_t *)ampc_data_ptr(out), (const move_t *)ampc_data_ptr(p->src)};
+        LAUNCH_INDEX_KERNEL(g, stream, f, err, (int)op);
     })
     return AMPC_OK;
 }
 
 /* SCATTER_ADD, INDEX_ADD, INDEX_PUT */
 static ampc_status cuda_scatter_form(ampc_op op, const ampc_kernel_args *a) {
-    ampc_tensor *out = a->out[0];
+    const ampc_scatter_args *p = ampc_args_scatter(a);
+    if (!p) return ampc_last_status();
+    ampc_tensor *out = p->dst;
     ampc_dtype dt = out->dtype;
-    if (a->in[0]->dtype != dt)
+    if (p->values->dtype != dt)
         return ampc_set_error(AMPC_E_RUNTIME, "%s: values and destination dtypes differ", ampc_op_name(op));
     if (ampc_numel(out) == 0) return AMPC_OK;
     index_geometry g;
-    AMPC_TRY(index_geometry_init(op, a, &g));
+    const ampc_tensor *indices[MAX_INDEX_TENSORS] = {p->index0, p->index1, p->index2, p->index3, p->index4};
+    AMPC_TRY(index_geometry_init(op, out, p->values, indices, p->n_indices, p->dims, &g));
     ampc_cuda_guard guard(out);
     cudaStream_t stream = ampc_cuda_stream_of(out);
     int *err = ampc_cuda_error_word((int)out->device.index);
-    bool accumulate = op != AMPC_OP_INDEX_PUT || a->ints[15];
+    bool accumulate = op != AMPC_OP_INDEX_PUT || p->accumulate;
     if (!accumulate) {
         SWITCH_ITEM_SIZE(ampc_dtype_itemsize(dt), {
-            LAUNCH_INDEX_KERNEL(put_kernel, move_t, g, stream, g, (move_t *)ampc_data_ptr(out),
-                                (const move_t *)ampc_data_ptr(a->in[0]), err, (int)op);
+            put_move<move_t> f = {(move_t *)ampc_data_ptr(out), (const move_t *)ampc_data_ptr(p->values)};
+            LAUNCH_INDEX_KERNEL(g, stream, f, err, (int)op);
         })
         return AMPC_OK;
     }
     index_alpha alpha;
-    alpha.f = a->scalars[0].kind == AMPC_SCALAR_NONE ? 1.0 : ampc_scalar_to_double(a->scalars[0]);
-    alpha.i = a->scalars[0].kind == AMPC_SCALAR_NONE ? 1 : ampc_scalar_to_int(a->scalars[0]);
+    alpha.f = p->alpha.kind == AMPC_SCALAR_NONE ? 1.0 : ampc_scalar_to_double(p->alpha);
+    alpha.i = p->alpha.kind == AMPC_SCALAR_NONE ? 1 : ampc_scalar_to_int(p->alpha);
     /* PyTorch's CUDA scatter_add/index_add/index_put(accumulate) use atomicAdd too. */
     AMPC_CUDA_SWITCH_ALL(dt, ampc_op_name(op), {
-        LAUNCH_INDEX_KERNEL(accumulate_kernel, scalar_t, g, stream, g, (scalar_t *)ampc_data_ptr(out),
-                            (const scalar_t *)ampc_data_ptr(a->in[0]), alpha, err, (int)op);
+        accumulate_into<scalar_t> f = {(scalar_t *)ampc_data_ptr(out), (const scalar_t *)ampc_data_ptr(p->values), alpha};
+        LAUNCH_INDEX_KERNEL(g, stream, f, err, (int)op);
     })
     return AMPC_OK;
 }
 
 /* ---------------------------------------------------------------- masked_fill */
 
-/* out[p] = *value where mask[p]; the value is read on the device (in[1], 0-dim, out's dtype). */
+/* out[p] = *value where mask[p]; the value is read on the device (0-dim, of out's dtype). */
 template <typename T, typename U>
 __global__ void masked_fill_kernel(ampc_cuda_indexer ix, T *out, const uint8_t *mask, const T *value) {
     T v = *value;
@@ -298,19 +302,18 @@ __global__ void masked_fill_kernel(ampc_cuda_indexer ix, T *out, const uint8_t *
 }
 
 static ampc_status cuda_masked_fill(ampc_op op, const ampc_kernel_args *a) {
-    ampc_tensor *out = a->out[0];
-    if (a->in[0]->dtype != AMPC_BOOL || a->in[1]->dtype != out->dtype || a->in[1]->ndim != 0)
-        return ampc_set_error(AMPC_E_RUNTIME, "%s: expects a bool mask and a 0-dim value of the output's dtype",
-                              ampc_op_name(op));
+    const ampc_masked_fill_args *p = ampc_masked_fill_kernel_args(op, a);
+    if (!p) return ampc_last_status();
+    ampc_tensor *out = p->dst;
     if (ampc_numel(out) == 0) return AMPC_OK;
     ampc_cuda_indexer ix;
-    AMPC_TRY(ampc_cuda_indexer_init(&ix, 1, &out, 1, a->in)); /* out, mask (broadcast) */
+    AMPC_TRY(ampc_cuda_indexer_init(&ix, 1, &out, 1, &p->mask)); /* out, mask (broadcast) */
     ampc_cuda_guard guard(out);
     cudaStream_t stream = ampc_cuda_stream_of(out);
     SWITCH_ITEM_SIZE(ampc_dtype_itemsize(out->dtype), {
         move_t *o = (move_t *)ampc_data_ptr(out);
-        const uint8_t *m = (const uint8_t *)ampc_data_ptr(a->in[0]);
-        const move_t *v = (const move_t *)ampc_data_ptr(a->in[1]);
+        const uint8_t *m = (const uint8_t *)ampc_data_ptr(p->mask);
+        const move_t *v = (const move_t *)ampc_data_ptr(p->value);
         if (fits_u32(ix.numel))
             masked_fill_kernel<move_t, uint32_t><<<ampc_cuda_blocks(ix.numel), AMPC_CUDA_THREADS, 0, stream>>>(ix, o, m, v);
         else
@@ -447,12 +450,14 @@ static unsigned tile_blocks(int64_t n_tiles) {
     return (unsigned)(n_tiles < 65535 * 16 ? n_tiles : 65535 * 16);
 }
 
-/* ints[0] 0: count into the 0-dim int64 out[0] (the frontend then reads it on the host, the one
- * synchronisation, as PyTorch's nonzero); 1: fill out[0] (count, ndim). */
+/* fill false: count into the 0-dim int64 out (the frontend then reads it on the host, the one
+ * synchronisation, as PyTorch's nonzero); true: fill out (count, ndim). */
 static ampc_status cuda_nonzero(ampc_op op, const ampc_kernel_args *a) {
     (void)op;
-    ampc_tensor *t = (ampc_tensor *)a->in[0], *out = a->out[0];
-    if (out->dtype != AMPC_INT64 || !ampc_is_contiguous(out) || (a->ints[0] && out->ndim != 2))
+    const ampc_nonzero_args *p = ampc_args_nonzero(a);
+    if (!p) return ampc_last_status();
+    ampc_tensor *t = (ampc_tensor *)p->input, *out = p->out;
+    if (out->dtype != AMPC_INT64 || !ampc_is_contiguous(out) || (p->fill && out->ndim != 2))
         return ampc_set_error(AMPC_E_RUNTIME, "nonzero: expects a contiguous int64 output");
     ampc_cuda_guard guard(out);
     cudaStream_t stream = ampc_cuda_stream_of(out);
@@ -460,7 +465,7 @@ static ampc_status cuda_nonzero(ampc_op op, const ampc_kernel_args *a) {
     ampc_cuda_indexer ix;
     memset(&ix, 0, sizeof ix);
     if (numel > 0) AMPC_TRY(ampc_cuda_indexer_init(&ix, 1, &t, 0, NULL)); /* the input alone */
-    if (!a->ints[0]) {
+    if (!p->fill) {
         AMPC_CUDA_TRY(cudaMemsetAsync(ampc_data_ptr(out), 0, sizeof(int64_t), stream));
         if (numel == 0) return AMPC_OK;
         unsigned long long *count = (unsigned long long *)ampc_data_ptr(out);

@@ -91,19 +91,18 @@ static ampc_status launch_random(const ampc_random_params &p, ampc_tensor *t, in
 }
 
 static ampc_status cuda_random(ampc_op op, const ampc_kernel_args *a) {
-    ampc_tensor *t = a->out[0];
-    int64_t n = ampc_numel(t);
-    if ((op == AMPC_OP_UNIFORM || op == AMPC_OP_NORMAL) && !ampc_dtype_is_floating(t->dtype))
-        return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: not implemented for dtype %s", ampc_op_name(op),
-                              ampc_dtype_name(t->dtype));
-    if (n == 0) return AMPC_OK;
-    ampc_cuda_guard guard(t);
-    cudaStream_t stream = ampc_cuda_stream_of(t);
     if (op == AMPC_OP_ARANGE) {
-        bool ints = a->scalars[0].kind == AMPC_SCALAR_INT && a->scalars[1].kind == AMPC_SCALAR_INT &&
+        const ampc_arange_args *ar = ampc_args_arange(a);
+        if (!ar) return ampc_last_status();
+        ampc_tensor *t = ar->out;
+        int64_t n = ampc_numel(t);
+        if (n == 0) return AMPC_OK;
+        ampc_cuda_guard guard(t);
+        cudaStream_t stream = ampc_cuda_stream_of(t);
+        bool ints = ar->start.kind == AMPC_SCALAR_INT && ar->step.kind == AMPC_SCALAR_INT &&
                     !ampc_dtype_is_floating(t->dtype);
-        int64_t istart = ampc_scalar_to_int(a->scalars[0]), istep = ampc_scalar_to_int(a->scalars[1]);
-        double dstart = ampc_scalar_to_double(a->scalars[0]), dstep = ampc_scalar_to_double(a->scalars[1]);
+        int64_t istart = ampc_scalar_to_int(ar->start), istep = ampc_scalar_to_int(ar->step);
+        double dstart = ampc_scalar_to_double(ar->start), dstep = ampc_scalar_to_double(ar->step);
         ampc_cuda_layout layout = ampc_cuda_layout_of(t);
         AMPC_CUDA_SWITCH_ALL(t->dtype, "arange", {
             if (layout.contiguous)
@@ -116,7 +115,16 @@ static ampc_status cuda_random(ampc_op op, const ampc_kernel_args *a) {
         })
         return AMPC_OK;
     }
-    ampc_random_params p = ampc_random_params_of(op, a, t->dtype);
+    ampc_tensor *t;
+    ampc_random_params p;
+    if (!ampc_random_params_of(op, a, &p, &t)) return ampc_last_status();
+    int64_t n = ampc_numel(t);
+    if ((op == AMPC_OP_UNIFORM || op == AMPC_OP_NORMAL) && !ampc_dtype_is_floating(t->dtype))
+        return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: not implemented for dtype %s", ampc_op_name(op),
+                              ampc_dtype_name(t->dtype));
+    if (n == 0) return AMPC_OK;
+    ampc_cuda_guard guard(t);
+    cudaStream_t stream = ampc_cuda_stream_of(t);
     AMPC_CUDA_SWITCH_ALL(t->dtype, ampc_op_name(op), { return launch_random<scalar_t>(p, t, n, stream); })
     return AMPC_OK;
 }

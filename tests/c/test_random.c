@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/kernel_args.h"
 #include "core/philox.h"
 #include "ctest.h"
 
@@ -376,13 +377,8 @@ CTEST(arange_kernel) {
                          AMPC_INT64, AMPC_INT32, AMPC_UINT8, AMPC_BOOL};
     for (int k = 0; k < 8; k++) {
         ampc_tensor *t = new1d(2000, dts[k]);
-        ampc_kernel_args a;
-        memset(&a, 0, sizeof a);
-        a.out[0] = t;
-        a.n_out = 1;
-        a.scalars[0] = ampc_scalar_int(3);
-        a.scalars[1] = ampc_scalar_int(-2);
-        CHECK(ampc_dispatch(AMPC_OP_ARANGE, &a) == AMPC_OK);
+        ampc_arange_args a = {.out = t, .start = ampc_scalar_int(3), .step = ampc_scalar_int(-2)};
+        CHECK(ampc_dispatch_arange(AMPC_OP_ARANGE, &a) == AMPC_OK);
         int ok = 1;
         for (int64_t i = 0; i < 2000; i += 7) {
             double want = 3.0 - 2.0 * (double)i;
@@ -402,13 +398,8 @@ CTEST(arange_kernel) {
     int64_t shape[2] = {10, 10};
     ampc_tensor *m = ampc_zeros(2, shape, AMPC_FLOAT64, ampc_cpu_device());
     ampc_tensor *col = ampc_select(m, 1, 3); /* (10,), stride 10 */
-    ampc_kernel_args a;
-    memset(&a, 0, sizeof a);
-    a.out[0] = col;
-    a.n_out = 1;
-    a.scalars[0] = ampc_scalar_float(0.5);
-    a.scalars[1] = ampc_scalar_float(0.25);
-    CHECK(ampc_dispatch(AMPC_OP_ARANGE, &a) == AMPC_OK);
+    ampc_arange_args a = {.out = col, .start = ampc_scalar_float(0.5), .step = ampc_scalar_float(0.25)};
+    CHECK(ampc_dispatch_arange(AMPC_OP_ARANGE, &a) == AMPC_OK);
     CHECK(elem(m, 3) == 0.5 && elem(m, 93) == 0.5 + 9 * 0.25 && elem(m, 4) == 0.0);
     ampc_tensor_decref(col);
     ampc_tensor_decref(m);

@@ -160,6 +160,11 @@ static ampc_status check_arguments(const ew_call *c, ampc_dtype compute) {
     case AMPC_OP_RELU:
         if (compute == AMPC_BOOL) return ampc_set_error(AMPC_E_RUNTIME, "Boolean inputs not supported for relu");
         break;
+    case AMPC_OP_HARDTANH:
+        if (compute == AMPC_BOOL) return ampc_set_error(AMPC_E_RUNTIME, "Bool inputs not supported for hardtanh");
+        if (ampc_scalar_to_double(c->params[0]) > ampc_scalar_to_double(c->params[1]))
+            return ampc_set_error(AMPC_E_VALUE_ERROR, "min_val cannot be greater than max_val");
+        break;
     case AMPC_OP_CLAMP:
         if (c->params[0].kind == AMPC_SCALAR_NONE && c->params[1].kind == AMPC_SCALAR_NONE)
             return ampc_set_error(AMPC_E_RUNTIME, "torch.clamp: At least one of 'min' or 'max' must not be None");

@@ -18,7 +18,8 @@ typedef enum ampc_status {
     AMPC_E_INDEX,          /* index or dim out of range: IndexError */
     AMPC_E_RUNTIME,        /* everything PyTorch reports as RuntimeError (shape mismatch, ...) */
     AMPC_E_NOMEM,          /* allocation failed: MemoryError (or ampc.cuda.OutOfMemoryError) */
-    AMPC_E_NOT_IMPLEMENTED /* op has no kernel for this device/dtype: NotImplementedError */
+    AMPC_E_NOT_IMPLEMENTED, /* op has no kernel for this device/dtype: NotImplementedError */
+    AMPC_E_VALUE_ERROR      /* an argument check PyTorch makes in Python with ValueError */
 } ampc_status;
 
 /* Records the error for this thread and returns `code`, so callers can write

@@ -15,6 +15,7 @@ static PyObject *exception_for(ampc_status st) {
     case AMPC_E_RUNTIME: return PyExc_RuntimeError;
     case AMPC_E_NOMEM: return PyExc_MemoryError;
     case AMPC_E_NOT_IMPLEMENTED: return PyExc_NotImplementedError;
+    case AMPC_E_VALUE_ERROR: return PyExc_ValueError;
     default: return PyExc_RuntimeError;
     }
 }

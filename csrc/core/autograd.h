@@ -55,9 +55,10 @@ typedef struct ampc_edge {
 } ampc_edge;
 
 /* Attributes a rule may need besides tensors (alpha, dims, keepdim, stride, ...). */
+#define AMPC_MAX_NODE_INTS 16
 typedef struct ampc_node_attrs {
     ampc_scalar scalars[4];
-    int64_t ints[AMPC_MAX_KERNEL_INTS];
+    int64_t ints[AMPC_MAX_NODE_INTS];
     int n_ints;
 } ampc_node_attrs;
 

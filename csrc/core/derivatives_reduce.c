@@ -194,7 +194,7 @@ static ampc_status record_reduction(const ampc_grad_rule *rule, const ampc_tenso
                                     ampc_tensor *indices) {
     if (!ampc_dtype_is_floating(out->dtype)) return AMPC_OK;
     ampc_node_attrs at = {0};
-    if (n_dims > AMPC_MAX_KERNEL_INTS) return ampc_set_error(AMPC_E_VALUE, "%s: too many dims", rule->name);
+    if (n_dims > AMPC_MAX_NODE_INTS) return ampc_set_error(AMPC_E_VALUE, "%s: too many dims", rule->name);
     for (int i = 0; i < n_dims; i++) at.ints[i] = dims[i];
     at.n_ints = n_dims;
     at.scalars[0] = ampc_scalar_bool(keepdim);

@@ -135,7 +135,7 @@ static const ampc_grad_rule view_rules[] = {
 ampc_status ampc_ad_record_view(ampc_ad_view_kind kind, const ampc_tensor *a, ampc_tensor *out, int n_ints,
                                 const int64_t *ints) {
     if (!ampc_dtype_is_floating(out->dtype)) return AMPC_OK;
-    if ((unsigned)kind >= sizeof view_rules / sizeof view_rules[0] || n_ints > AMPC_MAX_KERNEL_INTS)
+    if ((unsigned)kind >= sizeof view_rules / sizeof view_rules[0] || n_ints > AMPC_MAX_NODE_INTS)
         return ampc_set_error(AMPC_E_VALUE, "autograd: bad view record (%d)", (int)kind);
     ampc_node_attrs at = {0};
     if (n_ints) memcpy(at.ints, ints, sizeof(int64_t) * (size_t)n_ints);

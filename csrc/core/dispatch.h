@@ -70,31 +70,20 @@ bool ampc_op_has_kernel(ampc_device_type dev, ampc_op op);
 int64_t ampc_op_dispatch_count(ampc_device_type dev, ampc_op op);
 
 #define AMPC_MAX_KERNEL_TENSORS 8
-#define AMPC_MAX_KERNEL_INTS 16
 
-/* The argument bag every kernel receives. Converted schemas (kernel_args.h) fill the tensor
- * slots from their IN/OUT fields for the dispatcher's device checks and pass the typed struct
- * in `typed`; a kernel reads only that. Rows still of schema `bag` use the raw slots, whose
- * meaning is written on the row in ops.def. */
+/* What the dispatcher carries to a kernel: the op's typed argument struct (kernel_args.h,
+ * generated from the row's AMPC_ARGS schema) and, filled from its IN / OUT / LIST fields, the
+ * tensors the dispatcher needs to pick the device and check that all are on it. A kernel reads
+ * only the typed struct (ampc_args_<schema>), by field name. */
 typedef struct ampc_kernel_args {
     ampc_tensor *out[AMPC_MAX_KERNEL_TENSORS];
     int n_out;
     const ampc_tensor *in[AMPC_MAX_KERNEL_TENSORS];
     int n_in;
-    ampc_scalar scalars[4];
-    int64_t ints[AMPC_MAX_KERNEL_INTS];
-    int n_ints;
-    uint64_t seed, offset; /* Philox key and counter for RANDOM ops */
-    /* Multi-tensor ops (the scaler's unscale, fused optimizers): any number of tensors, grouped
-     * by the frontend so one kernel launch serves a whole list. */
-    ampc_tensor *const *list;
+    ampc_tensor *const *list; /* multi-tensor ops: the whole list of one launch */
     int n_list;
-    /* An op's own parameter block, for ops with more parameters than scalars[] holds (the fused
-     * optimizers: an ampc_*_options of core/optim.h); NULL otherwise. */
-    const void *options;
-    /* The op's typed argument struct and its schema (an ampc_schema; kernel_args.h). */
-    const void *typed;
-    int schema;
+    const void *typed; /* the op's ampc_<schema>_args */
+    int schema;        /* its ampc_schema, checked against the op's row */
 } ampc_kernel_args;
 
 typedef ampc_status (*ampc_kernel_fn)(ampc_op op, const ampc_kernel_args *args);

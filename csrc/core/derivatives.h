@@ -26,7 +26,7 @@
 /* ------------------------------------------------------------------ recording entry points */
 
 /* elementwise (derivatives_elementwise.c). params: clamp's bounds, the two parameters of a
- * BIND_PARAMS2 row, gelu's approximation (INT 0 exact / 1 tanh); NULL otherwise. Also valid for the in-place unary
+ * BIND_PARAMS2 row, the approximation mode of AMPC_OP_GELU (INT 0 exact / 1 tanh); NULL otherwise. Also valid for the in-place unary
  * ops (out == a, recorded after the op: the rules that need the input save the output). */
 ampc_status ampc_ad_record_unary(ampc_op op, const ampc_tensor *a, ampc_tensor *out, const ampc_scalar *params);
 ampc_status ampc_ad_record_binary(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, ampc_scalar alpha,

@@ -141,7 +141,7 @@ static ampc_tensor *unary_grad(ampc_node *n, ampc_op op, ampc_tensor *const *go)
     }
 }
 
-/* The op of a unary node is its attrs.ints[1] (ints[0] is gelu's approximation). */
+/* The op of a unary node is its attrs.ints[1] (ints[0] an approximation mode: GELU_TANH's). */
 static ampc_status unary_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
     gi[0] = unary_grad(n, (ampc_op)n->attrs.ints[1], go);
     return ad_done(n, gi);

@@ -70,7 +70,7 @@ typedef struct ew_call {
     int n_in;
     const ampc_tensor *in[3];
     ampc_scalar params[2]; /* ADD/SUB: alpha; CLAMP: min, max; BIND_PARAMS2 rows: their two */
-    int64_t mode;          /* DIV: 0 true, 1 trunc, 2 floor; GELU: 0 exact, 1 tanh; ROUND: decimals */
+    int64_t mode;          /* DIV: 0 true, 1 trunc, 2 floor; AMPC_OP_GELU: 0 exact, 1 tanh; ROUND: decimals */
 } ew_call;
 
 static bool is_cpu_scalar(const ampc_tensor *t) { return t->ndim == 0 && t->device.type == AMPC_CPU; }
@@ -744,7 +744,7 @@ ampc_status ampc_elementwise_into(ampc_op op, ampc_tensor *out, int n_in, const 
         return ampc_set_error(AMPC_E_VALUE, "elementwise_into: %s takes an output and %d inputs, got %d", ampc_op_name(op),
                               op_arity(op), n_in);
     ew_call c = make_call(op, n_in, ins[0], n_in > 1 ? ins[1] : NULL, n_in > 2 ? ins[2] : NULL);
-    /* scalars: the op's parameters in ops.def order; DIV's rounding mode, GELU's approximation
+    /* scalars: the op's parameters in ops.def order; DIV's rounding mode, AMPC_OP_GELU's approximation
      * and ROUND's decimals ride as an INT scalars[0]. */
     for (int k = 0; k < n_scalars && k < 2; k++) {
         if ((op == AMPC_OP_DIV || op == AMPC_OP_GELU || op == AMPC_OP_ROUND) && k == 0)

@@ -45,7 +45,7 @@ ampc_status ampc_div_mode_(ampc_tensor *a, const ampc_tensor *b, int rounding_mo
 ampc_tensor *ampc_where(const ampc_tensor *cond, const ampc_tensor *a, const ampc_tensor *b);
 /* Elementwise into a given output: out = op(ins...) (used by in-place and `out=` paths).
  * scalars: the op's parameters in ops.def order (alpha; min, max; beta, threshold); DIV's
- * rounding mode, GELU's approximation and ROUND's decimals are an INT scalars[0]. */
+ * rounding mode, AMPC_OP_GELU's approximation and ROUND's decimals are an INT scalars[0]. */
 ampc_status ampc_elementwise_into(ampc_op op, ampc_tensor *out, int n_in, const ampc_tensor **ins,
                                   const ampc_scalar *scalars, int n_scalars);
 

@@ -69,7 +69,7 @@ ampc_status ampc_cuda_mem_get_info(int device, size_t *free_bytes, size_t *total
 /* ---- host<->device transfers (cuda_runtime.c, cuda_allocator.c) ----
  * The rules every COPY kernel keeps for copies between host and device (PyTorch's): the
  * transfer runs on the current stream of the GPU side (cudaMemcpyAsync). COPY's non_blocking field
- * is non_blocking (ops.def). Then:
+ * (ops.def) says whether the caller asked for it. Then:
  * - to the host: ampc_cuda_finish_to_host(device) (waits for the stream, then raises a deferred
  *   kernel error), unless non_blocking and the destination's storage is pinned;
  * - from the host: non_blocking from pinned storage returns at once; anything else waits for the

@@ -284,7 +284,11 @@ def test_cases_run_every_kernel(dev):
         if TABLE[name]["kernels_required"]:
             key = (dev, name)
             start = ampc._C._dispatch_counts().get(key, 0)
-            run_case(name, dev)
+            try:
+                run_case(name, dev)
+            except Exception as e:  # name the row whose case broke (a removed gradient, ...)
+                raise AssertionError("the case of %s in tests/test_op_table.py failed on %s: %s: %s"
+                                     % (name, dev, type(e).__name__, e)) from e
             assert ampc._C._dispatch_counts().get(key, 0) > start, (
                 "the case of %s in tests/test_op_table.py never ran its %s kernel" % (name, dev))
     assert ampc._C._dispatch_counts() != before

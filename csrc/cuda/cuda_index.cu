@@ -20,6 +20,8 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "../core/kernel_args.h"
+#include <type_traits>
+
 #include "cuda_common.cuh"
 
 #define MAX_INDEX_TENSORS AMPC_MAX_INDEX_TENSORS
@@ -214,13 +216,14 @@ template <typename T> struct accumulate_into {
     }
 };
 
-/* Launches index_kernel over g with f, the index type chosen by the iteration size. */
+/* Launches index_kernel over g with f, the index type chosen by the iteration size (F spelled
+ * out: launchers that take the kernel's address, the emulator's among them, cannot deduce it). */
 #define LAUNCH_INDEX_KERNEL(g, stream, f, err, op)                                                             \
     do {                                                                                                       \
         if (fits_u32((g).numel))                                                                               \
-            index_kernel<uint32_t><<<ampc_cuda_blocks((g).numel), AMPC_CUDA_THREADS, 0, stream>>>(g, f, err, op); \
+            index_kernel<uint32_t, std::decay_t<decltype(f)>><<<ampc_cuda_blocks((g).numel), AMPC_CUDA_THREADS, 0, stream>>>(g, f, err, op); \
         else                                                                                                   \
-            index_kernel<uint64_t><<<ampc_cuda_blocks((g).numel), AMPC_CUDA_THREADS, 0, stream>>>(g, f, err, op); \
+            index_kernel<uint64_t, std::decay_t<decltype(f)>><<<ampc_cuda_blocks((g).numel), AMPC_CUDA_THREADS, 0, stream>>>(g, f, err, op); \
         AMPC_CUDA_CHECK_LAUNCH();                                                                              \
     } while (0)
 

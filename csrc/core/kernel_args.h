@@ -31,7 +31,7 @@ extern "C" {
 
 /* one enum value per schema (ampc_schema_<name>), `bag` and `none` included */
 typedef enum ampc_schema {
-    ampc_schema_bag,  /* not converted yet: the kernel reads the raw ampc_kernel_args slots */
+    ampc_schema_bag,  /* no typed struct (what ampc_op_schema answers for an invalid op) */
     ampc_schema_none, /* a COMPOSITE row: no kernel */
 #define AMPC_ARGS(schema, fields) ampc_schema_##schema,
 #include "ops.def"

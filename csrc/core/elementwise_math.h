@@ -211,7 +211,10 @@ AMPC_HD double ampc_ew_mul_rn_d(double a, double b) { return __dmul_rn(a, b); }
 #else
 AMPC_HD float ampc_ew_mul_rn_f(float a, float b) { return a * b; }
 AMPC_HD double ampc_ew_mul_rn_d(double a, double b) { return a * b; }
-#define AMPC_EW_FLAG_ZERO_DIVISION(p) __atomic_store_n((p).error_word, 1, __ATOMIC_RELAXED)
+/* The CPU's flag (error_code 0: any non-zero value) or, where device code is compiled without
+ * __CUDA_ARCH__ (the CUDA emulator), the device's error word with its code. */
+#define AMPC_EW_FLAG_ZERO_DIVISION(p) \
+    __atomic_store_n((p).error_word, (p).error_code ? (p).error_code : 1, __ATOMIC_RELAXED)
 #endif
 
 /* floating forms: T the type, S the suffix, M(fn) the libm function for T */

@@ -94,8 +94,10 @@ static inline const char *ampc_ew_form_name(ampc_ew_form f) {
 }
 
 /* A call's form parameters as ampc_ew_params_<s> of compute dtype `dt`, into dst (at least
- * sizeof(ampc_ew_params_d) bytes; error_word left NULL for the backend to set). */
-static inline void ampc_ew_fill_params(ampc_dtype dt, const ampc_elementwise_args *a, void *dst) {
+ * sizeof(ampc_ew_params_d) bytes), with where an integer division by zero is reported: the
+ * CPU's flag (code 0) or the device's deferred error word and code (NULL: nowhere). */
+static inline void ampc_ew_fill_params(ampc_dtype dt, const ampc_elementwise_args *a, int *error_word, int error_code,
+                                       void *dst) {
     unsigned char p0[8] = {0}, p1[8] = {0};
     ampc_ew_scalar_as_opmath(dt, a->p0, p0);
     ampc_ew_scalar_as_opmath(dt, a->p1, p1);
@@ -106,6 +108,8 @@ static inline void ampc_ew_fill_params(ampc_dtype dt, const ampc_elementwise_arg
         memcpy(&p.p0, p0, sizeof p.p0);         \
         memcpy(&p.p1, p1, sizeof p.p1);         \
         p.exponent = a->exponent;               \
+        p.error_word = error_word;              \
+        p.error_code = error_code;              \
         memcpy(dst, &p, sizeof p);              \
         break;                                  \
     }

@@ -302,16 +302,8 @@ static ampc_status cpu_elementwise_kernel(ampc_op op, const ampc_kernel_args *ar
     if (!ampc_dtype_is_valid(dt)) return no_loop(op, form, dt);
     ew_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
-    ampc_ew_fill_params(dt, a, &ctx.params);
     int zero_division = 0;
-    switch (dt) {
-    case AMPC_FLOAT64: ctx.params.d.error_word = &zero_division; break;
-    case AMPC_INT64: ctx.params.i64.error_word = &zero_division; break;
-    case AMPC_INT32: ctx.params.i32.error_word = &zero_division; break;
-    case AMPC_UINT8: ctx.params.u8.error_word = &zero_division; break;
-    case AMPC_BOOL: ctx.params.b8.error_word = &zero_division; break;
-    default: ctx.params.f.error_word = &zero_division; break;
-    }
+    ampc_ew_fill_params(dt, a, &zero_division, 0, &ctx.params);
 
     ampc_cpu_loop_fn fn = NULL;
     if (ampc_ew_form_is_unary(form)) {

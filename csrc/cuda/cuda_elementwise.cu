@@ -290,7 +290,7 @@ static ampc_status cuda_elementwise_kernel(ampc_op op, const ampc_kernel_args *a
     c.out = a->out;
     c.in[0] = ta;
     c.in[1] = tb;
-    ampc_ew_fill_params(dt, a, &c.params);
+    ampc_ew_fill_params(dt, a, NULL, 0, &c.params); /* ew_launch arms the error word when it is needed */
     if (!unary) {
         if (!ta) ampc_ew_scalar_as_opmath(dt, a->scalar_a, c.scalar[0]);
         if (!tb) ampc_ew_scalar_as_opmath(dt, a->scalar_b, c.scalar[1]);

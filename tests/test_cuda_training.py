@@ -90,9 +90,10 @@ def test_fp32_steps_match_cpu(cuda, name, opt_name):
     np.testing.assert_allclose(gpu[0], cpu[0], rtol=1e-3, atol=1e-5)
     assert_close_dicts(gpu[1], cpu[1], rtol=1e-3, atol=1e-5, what="grad")
     # after 3 steps the weights carry the later steps' conditioning-amplified differences (see
-    # run_steps), scaled by the learning rate: a wrong kernel shows up in the first step's grads
-    # (Adam's update of a near-zero grad is ~lr whatever its size, so its bound is lr * steps)
-    assert_close_dicts(gpu[2], cpu[2], rtol=1e-2, atol=5e-4 if opt_name == "sgd" else 3e-3, what="weight")
+    # run_steps), scaled by the learning rate: a wrong kernel shows up in the first step's grads.
+    # Adam moves a weight by ~lr whatever its grad's size, so where a grad is rounding noise the
+    # two devices can step in opposite directions: its bound is 2 * lr * steps.
+    assert_close_dicts(gpu[2], cpu[2], rtol=1e-2, atol=5e-4 if opt_name == "sgd" else 2 * 1e-3 * 3, what="weight")
 
 
 @pytest.mark.parametrize("name", ["mlp", "cnn", "gpt"])

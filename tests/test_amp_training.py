@@ -23,8 +23,10 @@ def _randn(rng, *shape):
     return ampc.tensor(rng.standard_normal(shape).astype(np.float32))
 
 
-def _create_scaling_models_optimizers(optimizer_ctor=ampc.optim.SGD, optimizer_kwargs=None):
-    # a module + optimizer that use scaling, and a control without scaling to compare against
+def _create_scaling_models_optimizers(optimizer_ctor=ampc.optim.SGD, optimizer_kwargs=None, seed=0):
+    # a module + optimizer that use scaling, and a control without scaling to compare against;
+    # seeded as torch's TestCase seeds every test, so the result does not depend on test order
+    ampc.manual_seed(seed)
     mod_control = ampc.nn.Sequential(ampc.nn.Linear(8, 8), ampc.nn.Linear(8, 8))
     mod_scaling = ampc.nn.Sequential(ampc.nn.Linear(8, 8), ampc.nn.Linear(8, 8))
     with ampc.no_grad():
@@ -346,7 +348,7 @@ def test_grad_scaling_accumulation():
 @pytest.mark.parametrize("enabled", [True, False])
 def test_grad_scaling_multiple(enabled):
     mod_control0, mod_scaling0, opt_control0, opt_scaling0, data, loss_fn, skip_iter = _create_scaling_case()
-    mod_control1, mod_scaling1, opt_control1, opt_scaling1 = _create_scaling_models_optimizers()
+    mod_control1, mod_scaling1, opt_control1, opt_scaling1 = _create_scaling_models_optimizers(seed=1)
     scaler = GradScaler(DEVICE, init_scale=128.0, growth_factor=2.0, enabled=enabled, growth_interval=1)
 
     def run(model0, model1, optimizer0, optimizer1, try_scaling_api):

@@ -63,9 +63,7 @@ ampc_status ampc_amp_update_scale_stats_(ampc_tensor *scale, ampc_tensor *growth
     AMPC_TRY(check_scalar_tensor(op, "scale", scale, AMPC_FLOAT32, dev));
     AMPC_TRY(check_scalar_tensor(op, "growth_tracker", growth_tracker, AMPC_INT32, dev));
     AMPC_TRY(check_scalar_tensor(op, "found_inf", found_inf, AMPC_FLOAT32, dev));
-    if (growth_interval <= 0)
-        return ampc_set_error(AMPC_E_VALUE, "%s: growth_interval must be positive, got %lld", op,
-                              (long long)growth_interval);
+    /* any growth_interval, as torch's kernel: one <= 0 is never reached, so the scale never grows */
     if (!(min_scale <= max_scale))
         return ampc_set_error(AMPC_E_VALUE, "%s: min_scale (%g) must not exceed max_scale (%g)", op, min_scale,
                               max_scale);

@@ -211,10 +211,15 @@ static inline ampc_tensor *ad_rsubs(double s, ampc_tensor *a) { return a ? ad_su
 /* a (op) s for comparisons: a bool tensor */
 static inline ampc_tensor *ad_cmps(ampc_op op, ampc_tensor *a, double s) { return a ? ad_bin(op, a, ad_num(s, a)) : NULL; }
 
+/* a converted to dtype dt (a recorded copy, so double backward flows through it). */
+static inline ampc_tensor *ad_to(ampc_tensor *a, ampc_dtype dt) {
+    if (!a) return NULL;
+    return ad_release2(ampc_to(a, dt, a->device, false), a, NULL);
+}
+
 /* A bool mask as 0/1 in dtype dt (multiplying by it keeps the grad's dtype). */
 static inline ampc_tensor *ad_mask(ampc_tensor *mask, ampc_dtype dt) {
-    if (!mask) return NULL;
-    return ad_release2(ampc_to(mask, dt, mask->device, false), mask, NULL);
+    return ad_to(mask, dt);
 }
 
 static inline ampc_tensor *ad_where(ampc_tensor *cond, ampc_tensor *a, ampc_tensor *b) {

@@ -77,21 +77,26 @@ static ampc_tensor *unary_grad(ampc_node *n, ampc_op op, ampc_tensor *const *go)
     case AMPC_OP_RELU: /* g [y > 0]; y >= 0, so sign(y) is that mask in g's dtype: two fast kernels */
         return ad_mul(G, ad_un(AMPC_OP_SIGN, X(n)));
     case AMPC_OP_GELU: {
-        ampc_tensor *a = X(n);
-        if (n->attrs.ints[0] == 0) { /* g (Phi(a) + a phi(a)), Phi(a) = (1 + erf(a/sqrt2))/2, phi(a) = e^(-a^2/2)/sqrt(2pi) */
+        /* in fp32 for fp16/bf16 inputs, as torch's opmath: in fp16, a^2 overflows from |a| ~ 256 and
+         * the tanh form's (1 - t^2) * a^2 becomes 0 * inf = NaN */
+        ampc_dtype dt = go[0]->dtype;
+        bool lowp = dt == AMPC_FLOAT16 || dt == AMPC_BFLOAT16;
+        ampc_tensor *a = lowp ? ad_to(X(n), AMPC_FLOAT32) : X(n), *d;
+        if (n->attrs.ints[0] == 0) { /* Phi(a) + a phi(a), Phi(a) = (1 + erf(a/sqrt2))/2, phi(a) = e^(-a^2/2)/sqrt(2pi) */
             ampc_tensor *cdf = ad_scale(ad_adds(ad_un(AMPC_OP_ERF, ad_scale(ad_ref(a), M_SQRT1_2_)), 1.0), 0.5);
             ampc_tensor *pdf = ad_scale(ad_un(AMPC_OP_EXP, ad_scale(ad_mul(ad_ref(a), ad_ref(a)), -0.5)), M_1_SQRT2PI_);
-            return ad_mul(G, ad_add(cdf, ad_mul(a, pdf)));
+            d = ad_add(cdf, ad_mul(a, pdf));
+        } else { /* t = tanh(k0 (a + k1 a^3)): 1/2 (1 + t) + 1/2 a (1 - t^2) k0 (1 + 3 k1 a^2) */
+            const double k0 = 0.79788456080286535588, k1 = 0.044715;
+            ampc_tensor *a2 = ad_mul(ad_ref(a), ad_ref(a));
+            ampc_tensor *inner = ad_scale(ad_mul(ad_ref(a), ad_adds(ad_scale(ad_ref(a2), k1), 1.0)), k0);
+            ampc_tensor *t = ad_un(AMPC_OP_TANH, inner);
+            ampc_tensor *left = ad_scale(ad_adds(ad_ref(t), 1.0), 0.5);
+            ampc_tensor *dinner = ad_scale(ad_adds(ad_scale(a2, 3.0 * k1), 1.0), k0);
+            ampc_tensor *right = ad_mul(ad_scale(ad_mul(a, ad_rsubs(1.0, ad_mul(ad_ref(t), t))), 0.5), dinner);
+            d = ad_add(left, right);
         }
-        /* t = tanh(k0 (a + k1 a^3)): g (1/2 (1 + t) + 1/2 a (1 - t^2) k0 (1 + 3 k1 a^2)) */
-        const double k0 = 0.79788456080286535588, k1 = 0.044715;
-        ampc_tensor *a2 = ad_mul(ad_ref(a), ad_ref(a));
-        ampc_tensor *inner = ad_scale(ad_mul(ad_ref(a), ad_adds(ad_scale(ad_ref(a2), k1), 1.0)), k0);
-        ampc_tensor *t = ad_un(AMPC_OP_TANH, inner);
-        ampc_tensor *left = ad_scale(ad_adds(ad_ref(t), 1.0), 0.5);
-        ampc_tensor *dinner = ad_scale(ad_adds(ad_scale(a2, 3.0 * k1), 1.0), k0);
-        ampc_tensor *right = ad_mul(ad_scale(ad_mul(a, ad_rsubs(1.0, ad_mul(ad_ref(t), t))), 0.5), dinner);
-        return ad_mul(G, ad_add(left, right));
+        return lowp ? ad_to(ad_mul(ad_to(G, AMPC_FLOAT32), d), dt) : ad_mul(G, d);
     }
     case AMPC_OP_SILU: { /* s = sigmoid(a): g s (1 + a (1 - s)) */
         ampc_tensor *a = X(n);

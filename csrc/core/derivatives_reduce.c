@@ -123,9 +123,12 @@ static ampc_status var_backward(ampc_node *n, ampc_tensor *const *go, ampc_tenso
     ampc_tensor *mean = a ? (k ? ampc_reduce(AMPC_OP_MEAN, a, k, dims, true, AMPC_DTYPE_UNDEFINED) : ad_ref(a)) : NULL;
     ampc_tensor *centered = ad_sub(a, mean);
     ampc_tensor *g = keep_shape(n, G);
-    if (is_std)
-        gi[0] = ad_div(ad_mul(g, centered), ad_scale(keep_shape(n, ad_saved(n, 1)), dof));
-    else
+    if (is_std) { /* 0 where the std is 0 (a constant slice), as torch: not 0 / 0 */
+        ampc_tensor *y = keep_shape(n, ad_saved(n, 1));
+        ampc_tensor *zero = ad_num(0.0, g);
+        ampc_tensor *constant = ad_cmps(AMPC_OP_EQ, ad_ref(y), 0.0); /* before ad_scale takes y */
+        gi[0] = ad_mul(centered, ad_where(constant, zero, ad_div(g, ad_scale(y, dof))));
+    } else
         gi[0] = ad_mul(g, ad_scale(centered, 2.0 / dof));
     return ad_done(n, gi);
 }

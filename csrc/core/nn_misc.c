@@ -344,14 +344,16 @@ static ampc_status sdpa_prepare(const ampc_tensor *q, const ampc_tensor *k, cons
     return AMPC_OK;
 }
 
-/* P = softmax(Q K^T * scale + mask) (*batch, L, S) */
+/* P = softmax(Q K^T * scale + mask) (*batch, L, S). The GEMM applies the scale in its fp32
+ * accumulator, before the scores are stored: in fp16, Q K^T itself overflows where the scaled
+ * scores do not (|q.k| > 65504 happens with ordinary activations of a 64-wide head). */
 static ampc_tensor *sdpa_probs(const sdpa_parts *s, double scale, bool is_causal) {
     ampc_tensor *kt = t_last2(s->k);
-    ampc_tensor *scores = kt ? nn_gemm(s->q, kt, NULL, 0.0, 1.0) : NULL;
+    ampc_tensor *scores = kt ? nn_gemm(s->q, kt, NULL, 0.0, scale) : NULL;
     ampc_tensor_decref(kt);
     ampc_tensor *p = scores ? ampc_empty_like(scores) : NULL;
     if (p) {
-        ampc_attn_softmax_args a = {.probs = p, .scores = scores, .mask = s->mask, .scale = scale, .is_causal = is_causal};
+        ampc_attn_softmax_args a = {.probs = p, .scores = scores, .mask = s->mask, .scale = 1.0, .is_causal = is_causal};
         if (ampc_numel(p) > 0 && ampc_dispatch_attn_softmax(AMPC_OP_ATTN_SOFTMAX, &a) != AMPC_OK)
             p = (ampc_tensor_decref(p), NULL);
     }

@@ -12,17 +12,25 @@ from .. import _C
 _SUPPORTED = ("cpu", "cuda")
 
 
+def _device_type_of(device):
+    """'cuda' of 'cuda' or 'cuda:1' (torch accepts a device string with an index); None if unsupported."""
+    kind, colon, index = device.partition(":")
+    return kind if kind in _SUPPORTED and (not colon or index.isdigit()) else None
+
+
 def is_autocast_available(device_type):
-    return device_type in _SUPPORTED
+    return isinstance(device_type, str) and _device_type_of(device_type) is not None
 
 
 class autocast:
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
-        if device_type not in _SUPPORTED:
+        kind = _device_type_of(device_type)
+        if kind is None:
             raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
         self.device = device_type
+        device_type = self._kind = kind
         self.fast_dtype = _C.get_autocast_dtype(device_type) if dtype is None else dtype
         self._cache_enabled = _C.is_autocast_cache_enabled() if cache_enabled is None else bool(cache_enabled)
         self._enabled = bool(enabled)
@@ -42,22 +50,29 @@ class autocast:
             elif self.fast_dtype != _C.float32:
                 raise RuntimeError(f"autocast: unsupported dtype {self.fast_dtype} for device_type 'cuda'")
         self._saved = []
+        self._restored = None  # the state the last __exit__ restored
 
     def __enter__(self):
-        self._saved.append((_C.is_autocast_cache_enabled(), _C.is_autocast_enabled(self.device),
-                            _C.get_autocast_dtype(self.device)))
-        _C.set_autocast_enabled(self.device, self._enabled)
-        _C.set_autocast_dtype(self.device, self.fast_dtype)
+        self._saved.append((_C.is_autocast_cache_enabled(), _C.is_autocast_enabled(self._kind),
+                            _C.get_autocast_dtype(self._kind)))
+        _C.set_autocast_enabled(self._kind, self._enabled)
+        _C.set_autocast_dtype(self._kind, self.fast_dtype)
         _C.autocast_increment_nesting()
         _C.set_autocast_cache_enabled(self._cache_enabled)
         return self
 
     def __exit__(self, exc_type, exc_val, exc_tb):
-        cache_enabled, enabled, dtype = self._saved.pop()
-        if _C.autocast_decrement_nesting() == 0:
-            _C.clear_autocast_cache()
-        _C.set_autocast_enabled(self.device, enabled)
-        _C.set_autocast_dtype(self.device, dtype)
+        if not self._saved:
+            # an extra __exit__ (torch restores its saved state again): the same state, nesting untouched
+            if self._restored is None:
+                raise RuntimeError("autocast.__exit__ called on an autocast that was never entered")
+            cache_enabled, enabled, dtype = self._restored
+        else:
+            cache_enabled, enabled, dtype = self._restored = self._saved.pop()
+            if _C.autocast_decrement_nesting() == 0:
+                _C.clear_autocast_cache()
+        _C.set_autocast_enabled(self._kind, enabled)
+        _C.set_autocast_dtype(self._kind, dtype)
         _C.set_autocast_cache_enabled(cache_enabled)
         return False
 

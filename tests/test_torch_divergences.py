@@ -1,0 +1,140 @@
+"""Regression tests for the divergences from torch that differential fuzzing found (issue 19):
+each case runs the same code with `M = ampc` and `M = torch` and compares what comes out."""
+import warnings
+
+import numpy as np
+import pytest
+
+import ampc
+from helpers import host
+
+torch = pytest.importorskip("torch")
+
+
+def on_both(fn):
+    """fn(M) for M = ampc, then torch: a pair of results, each a NumPy float64 array (or a list of them)."""
+    def run(M):
+        out = fn(M)
+        return [host(t) for t in out] if isinstance(out, (tuple, list)) else host(out)
+    return run(ampc), run(torch)
+
+
+def assert_same(fn, rtol=0, atol=0):
+    got, want = on_both(fn)
+    got, want = (got, want) if isinstance(got, list) else ([got], [want])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+# ---------------------------------------------------------------- gradients
+
+
+@pytest.mark.parametrize("rows", [[[1.0, 1.0, 1.0]], [[1.0, 2.0, 3.0], [4.0, 4.0, 4.0]]])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_std_backward_is_zero_on_a_constant_slice(rows, keepdim):
+    """torch: the grad is 0 where the std is 0 (a 0/0 otherwise, and under AMP every step skips)."""
+    def fn(M):
+        x = M.tensor(rows, dtype=M.float64, requires_grad=True)
+        M.std(x, dim=1, keepdim=keepdim).sum().backward()
+        return x.grad
+    assert_same(fn, rtol=1e-12)
+
+
+def test_std_backward_of_a_whole_constant_tensor():
+    def fn(M):
+        x = M.full((2, 3), 5.0, requires_grad=True)
+        x.std().backward()
+        return x.grad
+    assert_same(fn)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_gelu_backward_in_low_precision_stays_finite(approximate, dtype):
+    """The backward runs in fp32 as torch's opmath: a^2 no longer overflows fp16 from |a| ~ 256."""
+    values = [100.0, 300.0, -300.0, 1000.0, -1000.0, 0.5, -2.0, 0.0, 6e4]
+
+    def fn(M):
+        x = M.tensor(values, dtype=getattr(M, dtype), requires_grad=True)
+        M.nn.functional.gelu(x, approximate=approximate).sum().backward()
+        assert x.grad.dtype == getattr(M, dtype)
+        return x.grad
+    got, want = on_both(fn)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-3)
+
+
+def test_gelu_tanh_double_backward_still_flows():
+    def fn(M):
+        x = M.tensor([0.3, -1.2, 2.0], dtype=M.float64, requires_grad=True)
+        (g,) = M.autograd.grad(M.nn.functional.gelu(x, approximate="tanh").sum(), x, create_graph=True)
+        g.sum().backward()
+        return [g, x.grad]
+    assert_same(fn, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- attention
+
+
+@pytest.mark.parametrize("value", [32.0, -40.0])
+def test_sdpa_fp16_scores_do_not_overflow_before_the_scale(value):
+    """|q.k| = 65536 > fp16's max, while the scaled scores (8192) are fine: torch gives no NaN."""
+    def fn(M):
+        q = M.full((1, 1, 4, 64), value, dtype=M.float16)
+        v = M.arange(4 * 64, dtype=M.float32).reshape(1, 1, 4, 64).to(M.float16) / 256
+        return M.nn.functional.scaled_dot_product_attention(q, q, v)
+    got, want = on_both(fn)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+
+
+def test_sdpa_fp16_large_scores_backward():
+    def fn(M):
+        q = M.full((1, 2, 3, 64), 24.0, dtype=M.float16, requires_grad=True)
+        k = M.full((1, 2, 3, 64), 24.0, dtype=M.float16, requires_grad=True)
+        v = M.ones(1, 2, 3, 64, dtype=M.float16, requires_grad=True)
+        M.nn.functional.scaled_dot_product_attention(q, k, v).sum().backward()
+        return [q.grad, k.grad, v.grad]
+    got, want = on_both(fn)
+    # every grad finite; q's and k's are 0 in exact arithmetic (equal keys: uniform probabilities)
+    # and here only fp16 rounding of P against scores of ~8192 (ulp 8), so v's is the one compared
+    assert all(np.isfinite(g).all() for g in got)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-3, atol=1e-3)
+
+
+# ---------------------------------------------------------------- autocast and GradScaler
+
+
+def test_autocast_takes_a_device_string_with_an_index():
+    for M in (ampc, torch):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ac = M.autocast("cpu:0")
+        with ac:
+            assert M.is_autocast_enabled("cpu")
+        assert not M.is_autocast_enabled("cpu")
+
+
+def test_autocast_exit_twice_is_harmless():
+    for M in (ampc, torch):
+        ac = M.autocast("cpu")
+        with ac:
+            pass
+        ac.__exit__(None, None, None)
+        assert not M.is_autocast_enabled("cpu")
+
+
+def test_grad_scaler_growth_interval_zero_never_grows():
+    def fn(M):
+        w = M.ones(2, requires_grad=True)
+        opt = M.optim.SGD([w], lr=0.1)
+        scaler = M.amp.GradScaler("cpu", init_scale=8.0, growth_interval=0)
+        scales = []
+        for _ in range(3):
+            opt.zero_grad()
+            scaler.scale((w * 2).sum()).backward()
+            scaler.step(opt)
+            scaler.update()
+            scales.append(scaler.get_scale())
+        return M.tensor(scales)
+    assert_same(fn)

@@ -138,3 +138,89 @@ def test_grad_scaler_growth_interval_zero_never_grows():
             scales.append(scaler.get_scale())
         return M.tensor(scales)
     assert_same(fn)
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_maximum_minimum_pass_the_grad_through_nan(op):
+    """torch: where either operand is NaN (no comparison holds) both inputs get the whole grad."""
+    def fn(M):
+        a = M.tensor([float("nan"), 1.0, 2.0, 3.0, float("nan")], requires_grad=True)
+        b = M.tensor([0.0, float("nan"), 2.0, 1.0, float("nan")], requires_grad=True)
+        getattr(M, op)(a, b).sum().backward()
+        return [a.grad, b.grad]
+    assert_same(fn)
+
+
+def test_pow_exponent_grad_takes_the_log_in_the_promoted_dtype():
+    def fn(M):
+        a = M.tensor([1.3, 2.7, 0.0, 5.0], dtype=M.bfloat16, requires_grad=True)
+        e = M.tensor([2.2, 0.7, 1.5, -0.5], requires_grad=True)
+        (a ** e).sum().backward()
+        return [a.grad, e.grad]
+    assert_same(fn, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+@pytest.mark.parametrize("scalar", [False, True])
+def test_div_with_rounding_mode_keeps_a_zero_gradient_graph(mode, scalar):
+    for M in (ampc, torch):
+        x = M.tensor([1.5, -2.5, 3.0], requires_grad=True)
+        y = 2.0 if scalar else M.tensor([2.0, 2.0, 0.5], requires_grad=True)
+        r = M.div(x, y, rounding_mode=mode)
+        assert r.requires_grad
+        assert type(r.grad_fn).__name__ == "DivBackward2"
+        r.sum().backward()
+        assert host(x.grad).tolist() == [0.0, 0.0, 0.0]
+        if not scalar:
+            assert host(y.grad).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_div_with_rounding_mode_in_place_keeps_the_graph():
+    for M in (ampc, torch):
+        x = M.tensor([1.5, -2.5, 3.0], requires_grad=True)
+        h = x * 1
+        h.div_(2.0, rounding_mode="floor")
+        assert h.requires_grad
+        (h + x).sum().backward()
+        assert host(x.grad).tolist() == [1.0, 1.0, 1.0]
+
+
+# ---------------------------------------------------------------- fill values
+
+
+OVERFLOWS = [("uint8", 300), ("uint8", -256), ("uint8", 255.5), ("uint8", -0.5), ("uint8", float("nan")),
+             ("uint8", float("inf")), ("int32", 2 ** 31), ("int32", -2 ** 31 - 1), ("int32", float("nan")),
+             ("int64", 1e19), ("int64", float("-inf")), ("float32", 1e39), ("float32", -1e39),
+             ("float16", 1e6), ("float16", 65519), ("float16", -65505.0), ("float16", 70000), ("bfloat16", 3.4e38)]
+FITS = [("uint8", -255), ("uint8", -1), ("uint8", 255), ("uint8", 254.9), ("int32", 2 ** 31 - 1), ("int64", 2 ** 63 - 1),
+        ("float32", float("inf")), ("float32", float("nan")), ("float32", 3.4e38), ("float16", 65504),
+        ("float16", float("-inf")), ("bfloat16", 3.38e38), ("float64", 1e308), ("bool", 2), ("bool", 0.5)]
+
+
+@pytest.mark.parametrize("dtype,value", OVERFLOWS)
+def test_fill_of_a_value_the_dtype_cannot_hold_raises_as_torch(dtype, value):
+    for M in (ampc, torch):
+        with pytest.raises(RuntimeError, match="value cannot be converted to type .* without overflow"):
+            M.zeros(2, dtype=getattr(M, dtype)).fill_(value)
+        with pytest.raises(RuntimeError, match="without overflow"):
+            M.full((2,), value, dtype=getattr(M, dtype))
+        with pytest.raises(RuntimeError, match="without overflow"):
+            M.zeros(2, dtype=getattr(M, dtype)).masked_fill(M.tensor([True, False]), value)
+
+
+@pytest.mark.parametrize("dtype,value", FITS)
+def test_fill_of_a_value_the_dtype_holds_or_rounds(dtype, value):
+    def fn(M):
+        return M.zeros(2, dtype=getattr(M, dtype)).fill_(value)
+    got, want = on_both(fn)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_fill_overflow_names_the_cpp_type_as_torch():
+    for dtype, name in [("uint8", "uint8_t"), ("int32", "int"), ("int64", "int64_t"), ("float32", "float")]:
+        value = 1e39 if dtype == "float32" else float("nan")
+        with pytest.raises(RuntimeError) as got:
+            ampc.zeros(1, dtype=getattr(ampc, dtype)).fill_(value)
+        with pytest.raises(RuntimeError) as want:
+            torch.zeros(1, dtype=getattr(torch, dtype)).fill_(value)
+        assert str(got.value) == str(want.value) == f"value cannot be converted to type {name} without overflow"

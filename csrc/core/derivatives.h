@@ -34,6 +34,8 @@ ampc_status ampc_ad_record_binary(ampc_op op, const ampc_tensor *a, const ampc_t
 /* In-place a op= b, recorded after the op. `a_before` is a copy of a's old value when the rule
  * reads it (mul_, div_, ... with b requiring grad; ampc_ad_binary_ makes it), else NULL. `a` is
  * input 0 and the output. */
+/* div with a rounding mode (out may be a, in place): a node of zero grads, as torch. */
+ampc_status ampc_ad_record_div_mode(const ampc_tensor *a, const ampc_tensor *b, ampc_tensor *out);
 ampc_status ampc_ad_record_binary_(ampc_op op, const ampc_tensor *a_before, ampc_tensor *a, const ampc_tensor *b,
                                    ampc_scalar alpha);
 /* In-place unary ops: a_before is a copy of a's old value when the rule reads the input, which

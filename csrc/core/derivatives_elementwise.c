@@ -251,19 +251,24 @@ static ampc_status pow_backward(ampc_node *n, ampc_tensor *const *go, ampc_tenso
     if (n->needs_input_grad[1]) { /* d(a^b)/db = a^b log(a), 0 where a == 0 and b >= 0 */
         ampc_tensor *a = A(n), *b = B(n);
         ampc_tensor *zero_base = ad_bin(AMPC_OP_LOGICAL_AND, ad_cmps(AMPC_OP_EQ, ad_ref(a), 0.0), ad_cmps(AMPC_OP_GE, b, 0.0));
-        ampc_tensor *g = ad_mul(G, ad_mul(Y(n), ad_un(AMPC_OP_LOG, a)));
+        /* log of the base in the promoted dtype (torch's pow_backward_exponent), not in its own
+         * (a bf16 base with an fp32 exponent would lose 0.3%) */
+        ampc_tensor *log_a = ad_un(AMPC_OP_LOG, a && a->dtype != go[0]->dtype ? ad_to(a, go[0]->dtype) : a);
+        ampc_tensor *g = ad_mul(G, ad_mul(Y(n), log_a));
         gi[1] = ad_where(zero_base, ad_num(0.0, g), g);
     }
     return ad_done(n, gi);
 }
 
-/* maximum: ga = g ([a > b] + [a == b]/2), gb = g ([b > a] + [a == b]/2); minimum mirrored. */
+/* maximum: ga = g (1 - [b > a] - [a == b]/2), gb = g (1 - [a > b] - [a == b]/2); minimum
+ * mirrored. Written as "all but what the other operand wins", as torch: where a comparison is
+ * false both ways (a NaN operand) both inputs get the whole grad. */
 static ampc_tensor *extremum_share(ampc_node *n, ampc_tensor *const *go, ampc_op wins, int self, int other) {
     ampc_dtype dt = go[0]->dtype;
     ampc_tensor *x = ad_saved(n, self), *y = ad_saved(n, other);
-    ampc_tensor *win = ad_mask(ad_bin(wins, ad_ref(x), ad_ref(y)), dt);
+    ampc_tensor *lose = ad_mask(ad_bin(wins, ad_ref(y), ad_ref(x)), dt);
     ampc_tensor *tie = ad_scale(ad_mask(ad_bin(AMPC_OP_EQ, x, y), dt), 0.5);
-    return ad_mul(G, ad_add(win, tie));
+    return ad_mul(G, ad_rsubs(1.0, ad_add(lose, tie)));
 }
 
 static ampc_status maximum_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
@@ -276,6 +281,21 @@ static ampc_status minimum_backward(ampc_node *n, ampc_tensor *const *go, ampc_t
     if (n->needs_input_grad[0]) gi[0] = extremum_share(n, go, AMPC_OP_LT, 0, 1);
     if (n->needs_input_grad[1]) gi[1] = extremum_share(n, go, AMPC_OP_LT, 1, 0);
     return ad_done(n, gi);
+}
+
+/* div with a rounding mode is piecewise constant: zero grads, but the graph is kept (torch). */
+static ampc_status div_mode_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    for (int i = 0; i < 2; i++)
+        if (n->needs_input_grad[i]) gi[i] = ampc_zeros(go[0]->ndim, go[0]->shape, go[0]->dtype, go[0]->device);
+    return ad_done(n, gi);
+}
+static const ampc_grad_rule div_mode_rule = {"DivBackward2", div_mode_backward}; /* also for a Python number */
+
+ampc_status ampc_ad_record_div_mode(const ampc_tensor *a, const ampc_tensor *b, ampc_tensor *out) {
+    if (!ampc_dtype_is_floating(out->dtype)) return AMPC_OK;
+    const ampc_tensor *ins[2] = {a, b};
+    ampc_node_attrs at = {0};
+    return ampc_autograd_record(&div_mode_rule, 2, ins, 1, &out, 0, NULL, &at) ? AMPC_OK : ampc_last_status();
 }
 
 static ampc_status atan2_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {

@@ -683,15 +683,21 @@ ampc_status ampc_binary_(ampc_op op, ampc_tensor *a, const ampc_tensor *b, ampc_
 ampc_tensor *ampc_div_mode(const ampc_tensor *a, const ampc_tensor *b, int rounding_mode) {
     if (rounding_mode == 0) return ampc_binary(AMPC_OP_DIV, a, b, ampc_scalar_none());
     ew_call c;
-    return binary_call(AMPC_OP_DIV, a, b, ampc_scalar_none(), rounding_mode, &c) ? run_new(&c) : NULL;
+    if (!binary_call(AMPC_OP_DIV, a, b, ampc_scalar_none(), rounding_mode, &c)) return NULL;
+    bool track = tracks_grad(2, a, b, NULL);
+    ampc_tensor *out = run_new(&c);
+    if (out && track && ampc_ad_record_div_mode(a, b, out) != AMPC_OK) out = (ampc_tensor_decref(out), NULL);
+    return out;
 }
 
 ampc_status ampc_div_mode_(ampc_tensor *a, const ampc_tensor *b, int rounding_mode) {
     if (rounding_mode == 0) return ampc_binary_(AMPC_OP_DIV, a, b, ampc_scalar_none());
     AMPC_TRY(ampc_autograd_check_inplace(a));
     ew_call c;
-    return binary_call(AMPC_OP_DIV, a, b, ampc_scalar_none(), rounding_mode, &c) ? run_in_place(&c, a)
-                                                                                   : ampc_last_status();
+    if (!binary_call(AMPC_OP_DIV, a, b, ampc_scalar_none(), rounding_mode, &c)) return ampc_last_status();
+    bool track = tracks_grad(2, a, b, NULL);
+    AMPC_TRY(run_in_place(&c, a));
+    return track ? ampc_ad_record_div_mode(a, b, a) : AMPC_OK;
 }
 
 /* clamp with tensor bounds (either may be NULL): minimum(maximum(a, min), max), which promotes

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "dtype.h"
+#include "status.h"
 
 typedef enum ampc_scalar_kind { AMPC_SCALAR_NONE = 0, AMPC_SCALAR_BOOL, AMPC_SCALAR_INT, AMPC_SCALAR_FLOAT } ampc_scalar_kind;
 
@@ -34,5 +35,10 @@ static inline int64_t ampc_scalar_to_int(ampc_scalar s) {
 static inline ampc_dtype ampc_scalar_dtype(ampc_scalar s) {
     return s.kind == AMPC_SCALAR_FLOAT ? AMPC_FLOAT64 : s.kind == AMPC_SCALAR_INT ? AMPC_INT64 : AMPC_BOOL;
 }
+
+/* Whether s converts to dtype dt without overflow (torch's rule, scalar.c); the check sets
+ * torch's "value cannot be converted to type uint8_t without overflow" when it does not. */
+bool ampc_scalar_fits(ampc_scalar s, ampc_dtype dt);
+ampc_status ampc_check_scalar_fits(ampc_scalar s, ampc_dtype dt);
 
 #endif

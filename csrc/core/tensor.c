@@ -614,6 +614,7 @@ ampc_tensor *ampc_pin_memory(const ampc_tensor *t) {
 }
 
 ampc_status ampc_fill_(ampc_tensor *t, ampc_scalar value) {
+    AMPC_TRY(ampc_check_scalar_fits(value, t->dtype));
     if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_fill_(t, value);
     ampc_fill_args args = {.dst = t, .value = value};
     AMPC_TRY(ampc_dispatch_fill(AMPC_OP_FILL, &args));

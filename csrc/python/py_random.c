@@ -518,24 +518,26 @@ static PyObject *py_normal(PyObject *m, PyObject *args, PyObject *kwargs) {
 
 /* ------------------------------------------------------------------ Tensor methods */
 
+/* uniform_(from=0, to=1, *, generator=None) and normal_(mean=0, std=1, *, generator=None):
+ * kwlist names the two parameters and generator, fmt is "|OO$O:<op>" */
+static PyObject *fill_two_doubles_(PyObject *self, PyObject *args, PyObject *kwargs, char **kwlist, const char *fmt,
+                                   fill_fn fill, const char *op) {
+    PyObject *a = NULL, *b = NULL, *gen = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, fmt, kwlist, &a, &b, &gen)) return NULL;
+    two_doubles p = {0.0, 1.0};
+    if (a && parse_double(a, &p.a, op, kwlist[0]) < 0) return NULL;
+    if (b && parse_double(b, &p.b, op, kwlist[1]) < 0) return NULL;
+    return fill_in_place(self, gen, fill, &p, op);
+}
+
 static PyObject *tensor_uniform_(PyObject *self, PyObject *args, PyObject *kwargs) {
     KW("from", "to", "generator");
-    PyObject *from = NULL, *to = NULL, *gen = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO$O:uniform_", kwlist, &from, &to, &gen)) return NULL;
-    two_doubles p = {0.0, 1.0};
-    if (from && parse_double(from, &p.a, "uniform_", "from") < 0) return NULL;
-    if (to && parse_double(to, &p.b, "uniform_", "to") < 0) return NULL;
-    return fill_in_place(self, gen, fill_uniform, &p, "uniform_");
+    return fill_two_doubles_(self, args, kwargs, kwlist, "|OO$O:uniform_", fill_uniform, "uniform_");
 }
 
 static PyObject *tensor_normal_(PyObject *self, PyObject *args, PyObject *kwargs) {
     KW("mean", "std", "generator");
-    PyObject *mean = NULL, *std = NULL, *gen = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO$O:normal_", kwlist, &mean, &std, &gen)) return NULL;
-    two_doubles p = {0.0, 1.0};
-    if (mean && parse_double(mean, &p.a, "normal_", "mean") < 0) return NULL;
-    if (std && parse_double(std, &p.b, "normal_", "std") < 0) return NULL;
-    return fill_in_place(self, gen, fill_normal, &p, "normal_");
+    return fill_two_doubles_(self, args, kwargs, kwlist, "|OO$O:normal_", fill_normal, "normal_");
 }
 
 /* random_() [0, max]; random_(to) [0, to); random_(from, to) [from, to); random_(from, None) and

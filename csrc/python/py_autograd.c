@@ -106,20 +106,29 @@ static PyObject *node_name(PyObject *self, PyObject *unused) {
     return PyUnicode_FromString(ampc_node_name(o->node));
 }
 
-static PyObject *node_next_functions(PyObject *self, void *c) {
-    ampc_node *n = ((NodeObject *)self)->node;
-    if (!n) return PyTuple_New(0);
-    PyObject *t = PyTuple_New(n->n_inputs);
-    for (int j = 0; t && j < n->n_inputs; j++) {
-        PyObject *fn = wrap_node(n->next[j].node);
-        PyObject *pair = fn ? Py_BuildValue("(Ni)", fn, n->next[j].input_nr) : NULL;
-        if (!pair) {
+/* The tuple (item(n, 0), ..., item(n, count - 1)); an item's NULL (an exception) fails it. */
+static PyObject *node_tuple(ampc_node *n, int count, PyObject *(*item)(ampc_node *n, int i)) {
+    PyObject *t = PyTuple_New(count);
+    for (int i = 0; t && i < count; i++) {
+        PyObject *v = item(n, i);
+        if (!v) {
             Py_DECREF(t);
             return NULL;
         }
-        PyTuple_SET_ITEM(t, j, pair);
+        PyTuple_SET_ITEM(t, i, v);
     }
     return t;
+}
+
+static PyObject *next_function(ampc_node *n, int j) {
+    PyObject *fn = wrap_node(n->next[j].node);
+    return fn ? Py_BuildValue("(Ni)", fn, n->next[j].input_nr) : NULL;
+}
+
+static PyObject *node_next_functions(PyObject *self, void *c) {
+    ampc_node *n = ((NodeObject *)self)->node;
+    if (!n) return PyTuple_New(0);
+    return node_tuple(n, n->n_inputs, next_function);
 }
 
 /* AccumulateGrad.variable: the leaf it accumulates into */
@@ -132,7 +141,15 @@ static PyObject *node_variable(PyObject *self, void *c) {
     return wrap_borrowed(n->variable);
 }
 
-/* ctx.saved_tensors / grad_fn.saved_tensors: checked for in-place changes and for a freed graph */
+/* A saved tensor, checked for an in-place change since it was saved and for a freed graph. */
+static PyObject *saved_tensor(ampc_node *n, int i) {
+    ampc_clear_error();
+    const ampc_tensor *s = ampc_node_saved(n, i);
+    if (!s && (n->saved_released || ampc_last_status() != AMPC_OK)) return raise_status();
+    return wrap_borrowed(s);
+}
+
+/* ctx.saved_tensors / grad_fn.saved_tensors */
 static PyObject *node_saved_tensors(PyObject *self, void *c) {
     ampc_node *n = ((NodeObject *)self)->node;
     if (!n) { /* still inside forward: what save_for_backward was given */
@@ -145,22 +162,7 @@ static PyObject *node_saved_tensors(PyObject *self, void *c) {
         Py_DECREF(to_save);
         return t;
     }
-    PyObject *t = PyTuple_New(n->n_saved);
-    for (int i = 0; t && i < n->n_saved; i++) {
-        ampc_clear_error();
-        const ampc_tensor *s = ampc_node_saved(n, i);
-        if (!s && (n->saved_released || ampc_last_status() != AMPC_OK)) {
-            Py_DECREF(t);
-            return raise_status();
-        }
-        PyObject *v = wrap_borrowed(s);
-        if (!v) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, i, v);
-    }
-    return t;
+    return node_tuple(n, n->n_saved, saved_tensor);
 }
 
 static PyObject *node_metadata(PyObject *self, void *c) {

@@ -12,7 +12,8 @@
 /* The creation factories take no generator; full() reads its fill_value itself. */
 static const char *const full_kw[] = {"fill_value", NULL};
 static int parse_factory_kwargs(PyObject *kwargs, const char *op, int takes_size, ampc_py_factory_kw *kw) {
-    return ampc_py_parse_factory_kw(kwargs, op, takes_size, 0, takes_size == 2 ? full_kw : NULL, kw);
+    return ampc_py_parse_factory_kw(kwargs, op, AMPC_PY_KW_OUT | (takes_size ? AMPC_PY_KW_SIZE : 0),
+                                    takes_size == 2 ? full_kw : NULL, kw);
 }
 static PyObject *py_tensor(PyObject *unused, PyObject *args, PyObject *kwargs) {
     ampc_py_factory_kw kw;

@@ -433,16 +433,7 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value) {
     return rc;
 }
 
-static Py_ssize_t tensor_length(PyObject *self) {
-    ampc_tensor *t = SELF_T(self);
-    if (t->ndim == 0) {
-        PyErr_SetString(PyExc_TypeError, "len() of a 0-d tensor");
-        return -1;
-    }
-    return (Py_ssize_t)t->shape[0];
-}
-
-PyMappingMethods ampc_py_tensor_as_mapping = {tensor_length, tensor_getitem, tensor_setitem};
+PyMappingMethods ampc_py_tensor_as_mapping = {ampc_py_tensor_len, tensor_getitem, tensor_setitem};
 
 /* ------------------------------------------------------------------ Tensor methods */
 

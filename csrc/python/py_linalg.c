@@ -20,15 +20,6 @@ static PyObject *call_binary(binary_fn fn, PyObject *a_o, PyObject *b_o, const c
     return ampc_py_wrap(fn(a, b));
 }
 
-/* beta / alpha: any Python or NumPy real number. */
-static int parse_coef(PyObject *o, double *out, const char *op, const char *arg) {
-    if (!o) return 0;
-    ampc_scalar s;
-    if (ampc_py_scalar(o, &s, op, arg) < 0) return -1;
-    *out = ampc_scalar_to_double(s);
-    return 0;
-}
-
 /* ------------------------------------------------------------------ module functions */
 
 #define DEFINE_BINARY_FUNCTION(NAME, FN, A, B)                                                 \
@@ -54,7 +45,7 @@ static PyObject *call_add_product(addmm_fn fn, PyObject *self_o, PyObject *x_o, 
     ampc_tensor *c = ampc_py_unwrap(self_o, op, "input");
     ampc_tensor *x = c ? ampc_py_unwrap(x_o, op, xn) : NULL;
     ampc_tensor *y = x ? ampc_py_unwrap(y_o, op, yn) : NULL;
-    if (!y || parse_coef(beta_o, &beta, op, "beta") < 0 || parse_coef(alpha_o, &alpha, op, "alpha") < 0) return NULL;
+    if (!y || ampc_py_double(beta_o, &beta, op, "beta") < 0 || ampc_py_double(alpha_o, &alpha, op, "alpha") < 0) return NULL;
     return ampc_py_wrap(fn(c, x, y, beta, alpha));
 }
 

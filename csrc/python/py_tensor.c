@@ -455,7 +455,7 @@ static PyObject *tensor_iter(PyObject *self) {
     return (PyObject *)it;
 }
 
-static Py_ssize_t tensor_len(PyObject *self) {
+Py_ssize_t ampc_py_tensor_len(PyObject *self) {
     ampc_tensor *t = SELF_T(self);
     if (t->ndim == 0) {
         PyErr_SetString(PyExc_TypeError, "len() of a 0-d tensor");
@@ -464,7 +464,7 @@ static Py_ssize_t tensor_len(PyObject *self) {
     return (Py_ssize_t)t->shape[0];
 }
 
-static PySequenceMethods tensor_as_sequence = {.sq_length = tensor_len};
+static PySequenceMethods tensor_as_sequence = {.sq_length = ampc_py_tensor_len};
 
 /* Tensors hash by identity (they define == elementwise), as in PyTorch. */
 static Py_hash_t tensor_hash(PyObject *self) {

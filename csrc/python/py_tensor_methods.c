@@ -371,26 +371,12 @@ static PyObject *t_zero_(PyObject *self, PyObject *unused) { return inplace_resu
 static int parse_new_args(PyObject *self, PyObject *args, PyObject *kwargs, const char *op, int with_fill,
                           int64_t *shape, int *nd, PyObject **fill, ampc_dtype *dtype, ampc_device *device,
                           int *requires_grad) {
-    PyObject *size_kw = NULL, *dtype_o = NULL, *device_o = NULL, *rg = NULL;
-    if (kwargs) {
-        PyObject *k, *v;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(kwargs, &pos, &k, &v)) {
-            const char *name = PyUnicode_AsUTF8(k);
-            if (!name) return -1;
-            if (!strcmp(name, "size")) size_kw = v;
-            else if (!strcmp(name, "dtype")) dtype_o = v;
-            else if (!strcmp(name, "device")) device_o = v;
-            else if (!strcmp(name, "requires_grad")) rg = v;
-            else if (!strcmp(name, "fill_value") && with_fill) *fill = v;
-            else if (strcmp(name, "layout") && strcmp(name, "pin_memory")) {
-                PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", op, name);
-                return -1;
-            }
-        }
-    }
+    static const char *const fill_kw[] = {"fill_value", NULL};
+    ampc_py_factory_kw kw;
+    if (ampc_py_parse_factory_kw(kwargs, op, AMPC_PY_KW_SIZE, with_fill ? fill_kw : NULL, &kw) < 0) return -1;
     PyObject *size_args = args;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (with_fill && kwargs) *fill = PyDict_GetItemString(kwargs, "fill_value");
     if (with_fill && !*fill) {
         if (n < 2) {
             PyErr_Format(PyExc_TypeError, "%s() missing required argument 'fill_value'", op);
@@ -402,15 +388,12 @@ static int parse_new_args(PyObject *self, PyObject *args, PyObject *kwargs, cons
     } else {
         Py_INCREF(size_args);
     }
-    *nd = ampc_py_size_args(size_args, size_kw, shape, op);
+    *nd = ampc_py_size_args(size_args, kw.size, shape, op);
     Py_DECREF(size_args);
     if (*nd < 0) return -1;
     ampc_tensor *t = SELF_T(self);
-    *dtype = t->dtype;
-    if (dtype_o && dtype_o != Py_None && ampc_py_dtype(dtype_o, dtype, op) < 0) return -1;
-    if (ampc_py_device(device_o, t->device, device, op) < 0) return -1;
-    *requires_grad = rg ? PyObject_IsTrue(rg) : 0;
-    return *requires_grad < 0 ? -1 : 0;
+    *requires_grad = kw.requires_grad;
+    return ampc_py_factory_dtype_device(&kw, op, t->dtype, t->device, dtype, device);
 }
 
 /* new_empty (fill none), new_zeros and new_ones (fill given) and new_full (its fill_value read
@@ -448,10 +431,10 @@ static PyObject *t_new_tensor(PyObject *self, PyObject *args, PyObject *kwargs) 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOp:new_tensor", kwlist, &data, &dtype_o, &device_o, &rg))
         return NULL;
     ampc_tensor *t = SELF_T(self);
-    ampc_dtype dt = t->dtype;
+    ampc_py_factory_kw kw = {.dtype = dtype_o, .device = device_o};
+    ampc_dtype dt;
     ampc_device dev;
-    if (dtype_o != Py_None && ampc_py_dtype(dtype_o, &dt, "new_tensor") < 0) return NULL;
-    if (ampc_py_device(device_o, t->device, &dev, "new_tensor") < 0) return NULL;
+    if (ampc_py_factory_dtype_device(&kw, "new_tensor", t->dtype, t->device, &dt, &dev) < 0) return NULL;
     return ampc_py_tensor_from_data(data, dt, dev, rg);
 }
 

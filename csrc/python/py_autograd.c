@@ -26,6 +26,19 @@ static PyObject *wrap_borrowed(const ampc_tensor *t) {
     return ampc_py_wrap((ampc_tensor *)t);
 }
 
+/* ctx.<attr> (a sequence of Tensors save_for_backward, mark_dirty or mark_non_differentiable
+ * stored, maybe absent) as a new tuple, empty when absent; NULL on error. */
+static PyObject *ctx_tuple(PyObject *ctx, const char *attr) {
+    PyObject *v = PyObject_GetAttrString(ctx, attr);
+    if (!v) {
+        PyErr_Clear();
+        return PyTuple_New(0);
+    }
+    PyObject *t = PySequence_Tuple(v);
+    Py_DECREF(v);
+    return t;
+}
+
 /* A failed core call: the Python exception already set by a callback (hook, Function.backward)
  * wins over the core's message. */
 static PyObject *raise_status(void) { return ampc_py_raise(); }
@@ -152,16 +165,7 @@ static PyObject *saved_tensor(ampc_node *n, int i) {
 /* ctx.saved_tensors / grad_fn.saved_tensors */
 static PyObject *node_saved_tensors(PyObject *self, void *c) {
     ampc_node *n = ((NodeObject *)self)->node;
-    if (!n) { /* still inside forward: what save_for_backward was given */
-        PyObject *to_save = PyObject_GetAttrString(self, "to_save");
-        if (!to_save) {
-            PyErr_Clear();
-            return PyTuple_New(0);
-        }
-        PyObject *t = PySequence_Tuple(to_save);
-        Py_DECREF(to_save);
-        return t;
-    }
+    if (!n) return ctx_tuple(self, "to_save"); /* still inside forward: what save_for_backward was given */
     return node_tuple(n, n->n_saved, saved_tensor);
 }
 
@@ -607,19 +611,6 @@ static void py_function_ctx_release(void *ctx) {
     NodeObject *o = (NodeObject *)ctx;
     o->node = NULL;
     Py_DECREF((PyObject *)o);
-}
-
-/* Core pointers of the Tensors in `seq` (an attribute of ctx, maybe absent), for membership
- * tests. Returns a new tuple (possibly empty) or NULL. */
-static PyObject *ctx_tuple(PyObject *ctx, const char *attr) {
-    PyObject *v = PyObject_GetAttrString(ctx, attr);
-    if (!v) {
-        PyErr_Clear();
-        return PyTuple_New(0);
-    }
-    PyObject *t = PySequence_Tuple(v);
-    Py_DECREF(v);
-    return t;
 }
 
 static bool tuple_has_tensor(PyObject *tuple, const ampc_tensor *t) {

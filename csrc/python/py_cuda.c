@@ -209,14 +209,18 @@ static PyObject *py_cpu_reset_peak(PyObject *m, PyObject *unused) {
 
 /* ------------------------------------------------------------------ streams */
 
-/* (device, stream) arguments: a device index and a stream handle (int; 0 = legacy default). */
+/* A stream handle (int; 0 = legacy default) as the stream. */
+static int stream_handle(PyObject *handle, void **stream) {
+    *stream = PyLong_AsVoidPtr(handle);
+    return !*stream && PyErr_Occurred() ? -1 : 0;
+}
+
+/* (device, stream) arguments: a device index and a stream handle. */
 static int stream_args(PyObject *args, const char *fmt, const char *op, int *device, void **stream) {
     PyObject *handle;
     if (!PyArg_ParseTuple(args, fmt, device, &handle)) return -1;
     if (require_gpu(op, *device) < 0) return -1;
-    *stream = PyLong_AsVoidPtr(handle);
-    if (!*stream && PyErr_Occurred()) return -1;
-    return 0;
+    return stream_handle(handle, stream);
 }
 
 static PyObject *py_stream_create(PyObject *m, PyObject *args) {
@@ -365,8 +369,8 @@ static PyObject *py_event_record(PyObject *m, PyObject *args) {
         return PyErr_Format(PyExc_RuntimeError,
                             "Event device index %d does not match recording stream's device index %d", e->device,
                             device);
-    void *s = PyLong_AsVoidPtr(handle);
-    if (!s && PyErr_Occurred()) return NULL;
+    void *s;
+    if (stream_handle(handle, &s) < 0) return NULL;
 #ifdef AMPC_WITH_CUDA
     if (ampc_py_check(ampc_cuda_event_record(e->event, device, s)) < 0) return NULL;
 #endif
@@ -422,8 +426,8 @@ static PyObject *py_stream_wait_event(PyObject *m, PyObject *args) {
     if (require_gpu("Stream.wait_event", device) < 0) return NULL;
     py_event *e = event_arg(ev_o);
     if (!e) return NULL;
-    void *s = PyLong_AsVoidPtr(handle);
-    if (!s && PyErr_Occurred()) return NULL;
+    void *s;
+    if (stream_handle(handle, &s) < 0) return NULL;
 #ifdef AMPC_WITH_CUDA
     if (ampc_py_check(ampc_cuda_stream_wait_event(device, s, e->event)) < 0) return NULL;
 #endif

@@ -85,19 +85,7 @@ static bool passes_as_scalar(const ew_call *c, int k) {
 }
 
 /* The value of a 0-dim CPU tensor. */
-static ampc_scalar cpu_scalar_value(const ampc_tensor *t) {
-    const void *p = ampc_data_ptr(t);
-    switch (t->dtype) {
-    case AMPC_FLOAT32: return ampc_scalar_float(*(const float *)p);
-    case AMPC_FLOAT16: return ampc_scalar_float(ampc_half_to_f32(*(const ampc_half *)p));
-    case AMPC_BFLOAT16: return ampc_scalar_float(ampc_bf16_to_f32(*(const ampc_bfloat16 *)p));
-    case AMPC_FLOAT64: return ampc_scalar_float(*(const double *)p);
-    case AMPC_INT64: return ampc_scalar_int(*(const int64_t *)p);
-    case AMPC_INT32: return ampc_scalar_int(*(const int32_t *)p);
-    case AMPC_UINT8: return ampc_scalar_int(*(const uint8_t *)p);
-    default: return ampc_scalar_bool(*(const bool *)p);
-    }
-}
+static ampc_scalar cpu_scalar_value(const ampc_tensor *t) { return ampc_scalar_load(ampc_data_ptr(t), t->dtype); }
 
 /* A scalar as it reads after a cast to a floating dtype (integers are left to the kernel,
  * which wraps them to its width). */

@@ -30,6 +30,21 @@ static inline double ampc_scalar_to_double(ampc_scalar s) {
 static inline int64_t ampc_scalar_to_int(ampc_scalar s) {
     return s.kind == AMPC_SCALAR_FLOAT ? (int64_t)s.v.f : s.kind == AMPC_SCALAR_INT ? s.v.i : (int64_t)s.v.b;
 }
+/* The value of one element of dtype `dt` in host memory at `p`; AMPC_SCALAR_NONE for an invalid
+ * dtype. Shared by the core's host reads and the binding's tolist(). */
+static inline ampc_scalar ampc_scalar_load(const void *p, ampc_dtype dt) {
+    switch (dt) {
+    case AMPC_FLOAT32: return ampc_scalar_float(*(const float *)p);
+    case AMPC_FLOAT16: return ampc_scalar_float(ampc_half_to_f32(*(const ampc_half *)p));
+    case AMPC_BFLOAT16: return ampc_scalar_float(ampc_bf16_to_f32(*(const ampc_bfloat16 *)p));
+    case AMPC_FLOAT64: return ampc_scalar_float(*(const double *)p);
+    case AMPC_INT64: return ampc_scalar_int(*(const int64_t *)p);
+    case AMPC_INT32: return ampc_scalar_int(*(const int32_t *)p);
+    case AMPC_UINT8: return ampc_scalar_int(*(const uint8_t *)p);
+    case AMPC_BOOL: return ampc_scalar_bool(*(const bool *)p);
+    default: return ampc_scalar_none();
+    }
+}
 /* The dtype a Python number of this kind wraps to (bool, int64, float64; result_type then
  * maps a wrapped float to the default dtype). */
 static inline ampc_dtype ampc_scalar_dtype(ampc_scalar s) {

@@ -1,6 +1,7 @@
-/* py_args.c: the argument parsing every tensor factory shares (creation, random, Tensor.new_*):
- * the factory keywords (dtype=, device=, requires_grad=, size=, generator=), the size argument
- * in its three spellings, and wrapping the new tensor with requires_grad applied.
+/* py_args.c: the argument parsing the bindings share: the factory keywords (dtype=, device=,
+ * requires_grad=, size=, generator=) of every tensor factory (creation, random, Tensor.new_*),
+ * the size argument in its three spellings, wrapping the new tensor with requires_grad applied,
+ * and float parameters (beta=, alpha=, mean=, std=, p=).
  *
  * One parser so that every factory accepts the same spellings and fails with the same message:
  * ampc.zeros(2, -3) and ampc.randn(2, -3) both say
@@ -12,8 +13,8 @@
 
 /* ------------------------------------------------------------------ keyword arguments */
 
-int ampc_py_parse_factory_kw(PyObject *kwargs, const char *op, int takes_size, int takes_generator,
-                             const char *const *skip, ampc_py_factory_kw *kw) {
+int ampc_py_parse_factory_kw(PyObject *kwargs, const char *op, unsigned takes, const char *const *skip,
+                             ampc_py_factory_kw *kw) {
     memset(kw, 0, sizeof *kw);
     if (!kwargs) return 0;
     PyObject *k, *v;
@@ -26,16 +27,17 @@ int ampc_py_parse_factory_kw(PyObject *kwargs, const char *op, int takes_size, i
         if (skipped) continue;
         if (!strcmp(name, "dtype")) kw->dtype = v;
         else if (!strcmp(name, "device")) kw->device = v;
-        else if (!strcmp(name, "generator") && takes_generator) kw->generator = v;
-        else if (!strcmp(name, "size") && takes_size) kw->size = v;
+        else if (!strcmp(name, "generator") && (takes & AMPC_PY_KW_GENERATOR)) kw->generator = v;
+        else if (!strcmp(name, "size") && (takes & AMPC_PY_KW_SIZE)) kw->size = v;
         else if (!strcmp(name, "requires_grad")) {
             if ((kw->requires_grad = PyObject_IsTrue(v)) < 0) return -1;
-        } else if (!strcmp(name, "out")) {
+        } else if (!strcmp(name, "out") && (takes & AMPC_PY_KW_OUT)) {
             if (v != Py_None) {
                 PyErr_Format(PyExc_NotImplementedError, "%s(): out= is not supported by ampc", op);
                 return -1;
             }
-        } else if (strcmp(name, "layout") && strcmp(name, "pin_memory") && strcmp(name, "memory_format")) {
+        } else if (strcmp(name, "layout") && strcmp(name, "pin_memory") &&
+                   (strcmp(name, "memory_format") || !(takes & AMPC_PY_KW_OUT))) {
             PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", op, name);
             return -1;
         }
@@ -57,6 +59,16 @@ PyObject *ampc_py_factory_finish(ampc_tensor *t, int requires_grad) {
         return NULL;
     }
     return ampc_py_wrap(t);
+}
+
+/* ------------------------------------------------------------------ numbers */
+
+int ampc_py_double(PyObject *obj, double *out, const char *op, const char *arg) {
+    if (!obj) return 0;
+    ampc_scalar s;
+    if (ampc_py_scalar(obj, &s, op, arg) < 0) return -1;
+    *out = ampc_scalar_to_double(s);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ sizes */

@@ -26,6 +26,19 @@ static PyObject *wrap_borrowed(const ampc_tensor *t) {
     return ampc_py_wrap((ampc_tensor *)t);
 }
 
+/* ctx.<attr> (a sequence of Tensors save_for_backward, mark_dirty or mark_non_differentiable
+ * stored, maybe absent) as a new tuple, empty when absent; NULL on error. */
+static PyObject *ctx_tuple(PyObject *ctx, const char *attr) {
+    PyObject *v = PyObject_GetAttrString(ctx, attr);
+    if (!v) {
+        PyErr_Clear();
+        return PyTuple_New(0);
+    }
+    PyObject *t = PySequence_Tuple(v);
+    Py_DECREF(v);
+    return t;
+}
+
 /* A failed core call: the Python exception already set by a callback (hook, Function.backward)
  * wins over the core's message. */
 static PyObject *raise_status(void) { return ampc_py_raise(); }
@@ -106,20 +119,29 @@ static PyObject *node_name(PyObject *self, PyObject *unused) {
     return PyUnicode_FromString(ampc_node_name(o->node));
 }
 
-static PyObject *node_next_functions(PyObject *self, void *c) {
-    ampc_node *n = ((NodeObject *)self)->node;
-    if (!n) return PyTuple_New(0);
-    PyObject *t = PyTuple_New(n->n_inputs);
-    for (int j = 0; t && j < n->n_inputs; j++) {
-        PyObject *fn = wrap_node(n->next[j].node);
-        PyObject *pair = fn ? Py_BuildValue("(Ni)", fn, n->next[j].input_nr) : NULL;
-        if (!pair) {
+/* The tuple (item(n, 0), ..., item(n, count - 1)); an item's NULL (an exception) fails it. */
+static PyObject *node_tuple(ampc_node *n, int count, PyObject *(*item)(ampc_node *n, int i)) {
+    PyObject *t = PyTuple_New(count);
+    for (int i = 0; t && i < count; i++) {
+        PyObject *v = item(n, i);
+        if (!v) {
             Py_DECREF(t);
             return NULL;
         }
-        PyTuple_SET_ITEM(t, j, pair);
+        PyTuple_SET_ITEM(t, i, v);
     }
     return t;
+}
+
+static PyObject *next_function(ampc_node *n, int j) {
+    PyObject *fn = wrap_node(n->next[j].node);
+    return fn ? Py_BuildValue("(Ni)", fn, n->next[j].input_nr) : NULL;
+}
+
+static PyObject *node_next_functions(PyObject *self, void *c) {
+    ampc_node *n = ((NodeObject *)self)->node;
+    if (!n) return PyTuple_New(0);
+    return node_tuple(n, n->n_inputs, next_function);
 }
 
 /* AccumulateGrad.variable: the leaf it accumulates into */
@@ -132,35 +154,19 @@ static PyObject *node_variable(PyObject *self, void *c) {
     return wrap_borrowed(n->variable);
 }
 
-/* ctx.saved_tensors / grad_fn.saved_tensors: checked for in-place changes and for a freed graph */
+/* A saved tensor, checked for an in-place change since it was saved and for a freed graph. */
+static PyObject *saved_tensor(ampc_node *n, int i) {
+    ampc_clear_error();
+    const ampc_tensor *s = ampc_node_saved(n, i);
+    if (!s && (n->saved_released || ampc_last_status() != AMPC_OK)) return raise_status();
+    return wrap_borrowed(s);
+}
+
+/* ctx.saved_tensors / grad_fn.saved_tensors */
 static PyObject *node_saved_tensors(PyObject *self, void *c) {
     ampc_node *n = ((NodeObject *)self)->node;
-    if (!n) { /* still inside forward: what save_for_backward was given */
-        PyObject *to_save = PyObject_GetAttrString(self, "to_save");
-        if (!to_save) {
-            PyErr_Clear();
-            return PyTuple_New(0);
-        }
-        PyObject *t = PySequence_Tuple(to_save);
-        Py_DECREF(to_save);
-        return t;
-    }
-    PyObject *t = PyTuple_New(n->n_saved);
-    for (int i = 0; t && i < n->n_saved; i++) {
-        ampc_clear_error();
-        const ampc_tensor *s = ampc_node_saved(n, i);
-        if (!s && (n->saved_released || ampc_last_status() != AMPC_OK)) {
-            Py_DECREF(t);
-            return raise_status();
-        }
-        PyObject *v = wrap_borrowed(s);
-        if (!v) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, i, v);
-    }
-    return t;
+    if (!n) return ctx_tuple(self, "to_save"); /* still inside forward: what save_for_backward was given */
+    return node_tuple(n, n->n_saved, saved_tensor);
 }
 
 static PyObject *node_metadata(PyObject *self, void *c) {
@@ -605,19 +611,6 @@ static void py_function_ctx_release(void *ctx) {
     NodeObject *o = (NodeObject *)ctx;
     o->node = NULL;
     Py_DECREF((PyObject *)o);
-}
-
-/* Core pointers of the Tensors in `seq` (an attribute of ctx, maybe absent), for membership
- * tests. Returns a new tuple (possibly empty) or NULL. */
-static PyObject *ctx_tuple(PyObject *ctx, const char *attr) {
-    PyObject *v = PyObject_GetAttrString(ctx, attr);
-    if (!v) {
-        PyErr_Clear();
-        return PyTuple_New(0);
-    }
-    PyObject *t = PySequence_Tuple(v);
-    Py_DECREF(v);
-    return t;
 }
 
 static bool tuple_has_tensor(PyObject *tuple, const ampc_tensor *t) {

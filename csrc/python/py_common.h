@@ -54,12 +54,17 @@ typedef struct ampc_py_factory_kw {
     PyObject *dtype, *device, *size, *generator; /* borrowed; NULL when not given */
     int requires_grad;
 } ampc_py_factory_kw;
-/* Accepts dtype, device, requires_grad, size (when takes_size) and generator (when
- * takes_generator); tolerates layout, pin_memory, memory_format and out=None; rejects other
- * out= values and unknown keywords. Keys in `skip` (NULL-terminated, or NULL) belong to the
- * caller. Returns 0, or -1 with an exception. */
-int ampc_py_parse_factory_kw(PyObject *kwargs, const char *op, int takes_size, int takes_generator,
-                             const char *const *skip, ampc_py_factory_kw *kw);
+/* What a factory takes beyond dtype, device and requires_grad (ampc_py_parse_factory_kw). */
+enum {
+    AMPC_PY_KW_SIZE = 1,      /* size= */
+    AMPC_PY_KW_GENERATOR = 2, /* generator= (the random factories) */
+    AMPC_PY_KW_OUT = 4,       /* out=None and memory_format= (the module factories; Tensor.new_* take neither) */
+};
+/* Accepts dtype, device, requires_grad and what `takes` names; tolerates layout and pin_memory;
+ * rejects out= other than None and unknown keywords. Keys in `skip` (NULL-terminated, or NULL)
+ * belong to the caller. Returns 0, or -1 with an exception. */
+int ampc_py_parse_factory_kw(PyObject *kwargs, const char *op, unsigned takes, const char *const *skip,
+                             ampc_py_factory_kw *kw);
 /* kw's dtype (`dflt_dtype` when not given) and device (`dflt_dev` when not given). */
 int ampc_py_factory_dtype_device(const ampc_py_factory_kw *kw, const char *op, ampc_dtype dflt_dtype,
                                  ampc_device dflt_dev, ampc_dtype *dtype, ampc_device *device);
@@ -75,6 +80,13 @@ int ampc_py_size_arg(PyObject *obj, int64_t *shape, const char *op);
 /* RuntimeError "<op>(): Trying to create tensor with negative dimension -3: [2, -3]" when a
  * dimension is negative; 0 or -1. */
 int ampc_py_check_sizes(int nd, const int64_t *shape, const char *op);
+
+/* A float parameter (any Python or NumPy real number) as a double; obj NULL (not given) leaves
+ * *out as it is. 0, or -1 with TypeError naming op/arg. */
+int ampc_py_double(PyObject *obj, double *out, const char *op, const char *arg);
+/* len(x): the size of the first dim; TypeError for a 0-dim tensor (py_tensor.c; the sequence
+ * and mapping protocols both use it). */
+Py_ssize_t ampc_py_tensor_len(PyObject *self);
 
 /* ---- errors (py_errors.c) ---- */
 /* Raises the Python exception for the core's last status and message; returns NULL. */

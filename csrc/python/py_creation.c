@@ -9,10 +9,11 @@
 #define METHOD(name) (PyCFunction)(void (*)(void))(name)
 #define VA (METH_VARARGS | METH_KEYWORDS)
 
-/* The creation factories take no generator; full() reads its fill_value itself. */
-static const char *const full_kw[] = {"fill_value", NULL};
-static int parse_factory_kwargs(PyObject *kwargs, const char *op, int takes_size, ampc_py_factory_kw *kw) {
-    return ampc_py_parse_factory_kw(kwargs, op, takes_size, 0, takes_size == 2 ? full_kw : NULL, kw);
+/* The creation factories' keywords (no generator); keys in `own` (NULL-terminated, or NULL) are
+ * the factory's other arguments, which it reads itself. */
+static int parse_factory_kwargs(PyObject *kwargs, const char *op, int takes_size, const char *const *own,
+                                ampc_py_factory_kw *kw) {
+    return ampc_py_parse_factory_kw(kwargs, op, AMPC_PY_KW_OUT | (takes_size ? AMPC_PY_KW_SIZE : 0), own, kw);
 }
 static PyObject *py_tensor(PyObject *unused, PyObject *args, PyObject *kwargs) {
     ampc_py_factory_kw kw;
@@ -25,7 +26,7 @@ static PyObject *py_tensor(PyObject *unused, PyObject *args, PyObject *kwargs) {
         return NULL;
     }
     data = PyTuple_GET_ITEM(args, 0);
-    if (parse_factory_kwargs(kwargs, "tensor", 0, &kw) < 0) return NULL;
+    if (parse_factory_kwargs(kwargs, "tensor", 0, NULL, &kw) < 0) return NULL;
     if (ampc_py_factory_dtype_device(&kw, "tensor", AMPC_DTYPE_UNDEFINED, ampc_cpu_device(), &dtype, &device) < 0) return NULL;
     if (AmpcTensor_Check(data) && !kw.device) device = ((AmpcTensorObject *)data)->t->device;
     return ampc_py_tensor_from_data(data, dtype, device, kw.requires_grad);
@@ -79,7 +80,8 @@ static PyObject *sized_factory(PyObject *args, PyObject *kwargs, const char *op,
     ampc_dtype dtype;
     ampc_device device;
     PyObject *size_args = args;
-    if (parse_factory_kwargs(kwargs, op, fill == FILL_VALUE ? 2 : 1, &kw) < 0) return NULL;
+    static const char *const full_kw[] = {"fill_value", NULL};
+    if (parse_factory_kwargs(kwargs, op, 1, fill == FILL_VALUE ? full_kw : NULL, &kw) < 0) return NULL;
     ampc_dtype dflt = ampc_get_default_dtype();
     if (fill == FILL_VALUE) { /* full(size, fill_value) */
         PyObject *fill_o = kwargs ? PyDict_GetItemString(kwargs, "fill_value") : NULL;
@@ -127,16 +129,8 @@ static PyObject *like_factory(PyObject *args, PyObject *kwargs, const char *op, 
         PyErr_Format(PyExc_TypeError, "%s() takes %s", op, fill == FILL_VALUE ? "(input, fill_value)" : "(input)");
         return NULL;
     }
-    PyObject *rest = NULL;
-    if (kwargs) { /* input/fill_value were taken above; the rest are factory keywords */
-        rest = PyDict_Copy(kwargs);
-        if (!rest) return NULL;
-        PyDict_DelItemString(rest, "input") < 0 ? PyErr_Clear() : (void)0;
-        PyDict_DelItemString(rest, "fill_value") < 0 ? PyErr_Clear() : (void)0;
-    }
-    int rc = parse_factory_kwargs(rest, op, 0, &kw);
-    Py_XDECREF(rest);
-    if (rc < 0) return NULL;
+    static const char *const like_kw[] = {"input", "fill_value", NULL}; /* taken above */
+    if (parse_factory_kwargs(kwargs, op, 0, like_kw, &kw) < 0) return NULL;
     ampc_tensor *t = ampc_py_unwrap(input, op, "input");
     if (!t) return NULL;
     ampc_scalar value = ampc_scalar_int(0);
@@ -176,16 +170,11 @@ static PyObject *py_arange(PyObject *unused, PyObject *args, PyObject *kwargs) {
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) pos[i] = PyTuple_GET_ITEM(args, i);
-    PyObject *start_o = NULL, *end_o = NULL, *step_o = NULL, *rest = NULL;
+    PyObject *start_o = NULL, *end_o = NULL, *step_o = NULL;
     if (kwargs) {
         start_o = PyDict_GetItemString(kwargs, "start");
         end_o = PyDict_GetItemString(kwargs, "end");
         step_o = PyDict_GetItemString(kwargs, "step");
-        rest = PyDict_Copy(kwargs);
-        if (!rest) return NULL;
-        const char *names[3] = {"start", "end", "step"};
-        for (int i = 0; i < 3; i++)
-            if (PyDict_DelItemString(rest, names[i]) < 0) PyErr_Clear();
     }
     /* arange(end), arange(start, end), arange(start, end, step) */
     if (n == 1 && end_o) start_o = pos[0]; /* arange(1, end=4) */
@@ -195,9 +184,8 @@ static PyObject *py_arange(PyObject *unused, PyObject *args, PyObject *kwargs) {
         end_o = pos[1];
     }
     if (n == 3) step_o = pos[2];
-    int rc = parse_factory_kwargs(rest, "arange", 0, &kw);
-    Py_XDECREF(rest);
-    if (rc < 0) return NULL;
+    static const char *const range_kw[] = {"start", "end", "step", NULL};
+    if (parse_factory_kwargs(kwargs, "arange", 0, range_kw, &kw) < 0) return NULL;
     if (!end_o) {
         PyErr_SetString(PyExc_TypeError, "arange() missing required argument 'end'");
         return NULL;

@@ -64,6 +64,19 @@ static int index_arg(PyObject *args, PyObject *kwargs, const char *fmt, int *ind
     return 0;
 }
 
+/* The same for a function that needs the GPU it names. */
+static int gpu_index_arg(PyObject *args, PyObject *kwargs, const char *fmt, const char *op, int *index) {
+    return index_arg(args, kwargs, fmt, index) < 0 ? -1 : require_gpu(op, *index);
+}
+
+/* The CUDA allocator and device `index` names, or NULL when there is no such GPU. */
+static const ampc_allocator *cuda_allocator_at(int index, ampc_device *d) {
+    const ampc_allocator *a = ampc_get_allocator(AMPC_CUDA);
+    if (!a || index < 0 || index >= cuda_count()) return NULL;
+    *d = (ampc_device){AMPC_CUDA, (int8_t)index};
+    return a;
+}
+
 static PyObject *stats_dict(const ampc_memory_stats *s) {
     return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "allocated",
                          (long long)s->allocated, "peak_allocated", (long long)s->peak_allocated, "peak",
@@ -98,8 +111,7 @@ static PyObject *py_set_device(PyObject *m, PyObject *arg) {
 
 static PyObject *py_get_device_name(PyObject *m, PyObject *args, PyObject *kwargs) {
     int index;
-    if (index_arg(args, kwargs, "|O:_cuda_get_device_name", &index) < 0) return NULL;
-    if (require_gpu("get_device_name", index) < 0) return NULL;
+    if (gpu_index_arg(args, kwargs, "|O:_cuda_get_device_name", "get_device_name", &index) < 0) return NULL;
 #ifdef AMPC_WITH_CUDA
     char name[256];
     if (ampc_py_check(ampc_cuda_device_name(index, name, sizeof name)) < 0) return NULL;
@@ -112,8 +124,7 @@ static PyObject *py_get_device_name(PyObject *m, PyObject *args, PyObject *kwarg
 /* Waits for all work on a GPU, then raises an error a kernel reported (an index out of range). */
 static PyObject *py_synchronize(PyObject *m, PyObject *args, PyObject *kwargs) {
     int index;
-    if (index_arg(args, kwargs, "|O:_cuda_synchronize", &index) < 0) return NULL;
-    if (require_gpu("synchronize", index) < 0) return NULL;
+    if (gpu_index_arg(args, kwargs, "|O:_cuda_synchronize", "synchronize", &index) < 0) return NULL;
 #ifdef AMPC_WITH_CUDA
     ampc_status st;
     Py_BEGIN_ALLOW_THREADS
@@ -133,22 +144,18 @@ static PyObject *py_memory_stats(PyObject *m, PyObject *args, PyObject *kwargs) 
     if (index_arg(args, kwargs, "|O:_cuda_memory_stats", &index) < 0) return NULL;
     ampc_memory_stats s;
     memset(&s, 0, sizeof s);
-    const ampc_allocator *a = ampc_get_allocator(AMPC_CUDA);
-    if (a && index >= 0 && index < cuda_count()) {
-        ampc_device d = {AMPC_CUDA, (int8_t)index};
-        a->stats(d, &s);
-    }
+    ampc_device d;
+    const ampc_allocator *a = cuda_allocator_at(index, &d);
+    if (a) a->stats(d, &s);
     return stats_dict(&s);
 }
 
 static PyObject *py_reset_peak(PyObject *m, PyObject *args, PyObject *kwargs) {
     int index;
     if (index_arg(args, kwargs, "|O:_cuda_reset_peak", &index) < 0) return NULL;
-    const ampc_allocator *a = ampc_get_allocator(AMPC_CUDA);
-    if (a && index >= 0 && index < cuda_count()) {
-        ampc_device d = {AMPC_CUDA, (int8_t)index};
-        a->reset_peak(d);
-    }
+    ampc_device d;
+    const ampc_allocator *a = cuda_allocator_at(index, &d);
+    if (a) a->reset_peak(d);
     Py_RETURN_NONE;
 }
 
@@ -164,8 +171,7 @@ static PyObject *py_empty_cache(PyObject *m, PyObject *unused) {
 /* (free, total) bytes of a GPU, as the driver reports them. */
 static PyObject *py_mem_get_info(PyObject *m, PyObject *args, PyObject *kwargs) {
     int index;
-    if (index_arg(args, kwargs, "|O:_cuda_mem_get_info", &index) < 0) return NULL;
-    if (require_gpu("mem_get_info", index) < 0) return NULL;
+    if (gpu_index_arg(args, kwargs, "|O:_cuda_mem_get_info", "mem_get_info", &index) < 0) return NULL;
 #ifdef AMPC_WITH_CUDA
     size_t free_b = 0, total_b = 0;
     if (ampc_py_check(ampc_cuda_mem_get_info(index, &free_b, &total_b)) < 0) return NULL;
@@ -203,14 +209,18 @@ static PyObject *py_cpu_reset_peak(PyObject *m, PyObject *unused) {
 
 /* ------------------------------------------------------------------ streams */
 
-/* (device, stream) arguments: a device index and a stream handle (int; 0 = legacy default). */
+/* A stream handle (int; 0 = legacy default) as the stream. */
+static int stream_handle(PyObject *handle, void **stream) {
+    *stream = PyLong_AsVoidPtr(handle);
+    return !*stream && PyErr_Occurred() ? -1 : 0;
+}
+
+/* (device, stream) arguments: a device index and a stream handle. */
 static int stream_args(PyObject *args, const char *fmt, const char *op, int *device, void **stream) {
     PyObject *handle;
     if (!PyArg_ParseTuple(args, fmt, device, &handle)) return -1;
     if (require_gpu(op, *device) < 0) return -1;
-    *stream = PyLong_AsVoidPtr(handle);
-    if (!*stream && PyErr_Occurred()) return -1;
-    return 0;
+    return stream_handle(handle, stream);
 }
 
 static PyObject *py_stream_create(PyObject *m, PyObject *args) {
@@ -359,8 +369,8 @@ static PyObject *py_event_record(PyObject *m, PyObject *args) {
         return PyErr_Format(PyExc_RuntimeError,
                             "Event device index %d does not match recording stream's device index %d", e->device,
                             device);
-    void *s = PyLong_AsVoidPtr(handle);
-    if (!s && PyErr_Occurred()) return NULL;
+    void *s;
+    if (stream_handle(handle, &s) < 0) return NULL;
 #ifdef AMPC_WITH_CUDA
     if (ampc_py_check(ampc_cuda_event_record(e->event, device, s)) < 0) return NULL;
 #endif
@@ -416,8 +426,8 @@ static PyObject *py_stream_wait_event(PyObject *m, PyObject *args) {
     if (require_gpu("Stream.wait_event", device) < 0) return NULL;
     py_event *e = event_arg(ev_o);
     if (!e) return NULL;
-    void *s = PyLong_AsVoidPtr(handle);
-    if (!s && PyErr_Occurred()) return NULL;
+    void *s;
+    if (stream_handle(handle, &s) < 0) return NULL;
 #ifdef AMPC_WITH_CUDA
     if (ampc_py_check(ampc_cuda_stream_wait_event(device, s, e->event)) < 0) return NULL;
 #endif

@@ -504,6 +504,11 @@ static PyObject *m_gelu(PyObject *m, PyObject *const *args, Py_ssize_t nargs, Py
     return ampc_py_wrap(ampc_gelu(x, tanh_approx));
 }
 
+/* x.name() and ampc.name(input) of a hand-bound op whose one argument is its input: name_of(x) */
+#define DEF_SELF_OR_INPUT(name)                                                                      \
+    static PyObject *t_##name(PyObject *self, PyObject *unused) { return name##_of(self); }          \
+    static PyObject *m_##name(PyObject *m, PyObject *x) { return name##_of(x); }
+
 /* square(input) = pow(input, 2) */
 static PyObject *square_of(PyObject *x) {
     ampc_tensor *t = ampc_py_unwrap(x, "square", "input");
@@ -513,27 +518,13 @@ static PyObject *square_of(PyObject *x) {
     ampc_tensor_decref(two);
     return r;
 }
-static PyObject *t_square(PyObject *self, PyObject *unused) {
-    (void)unused;
-    return square_of(self);
-}
-static PyObject *m_square(PyObject *m, PyObject *x) {
-    (void)m;
-    return square_of(x);
-}
+DEF_SELF_OR_INPUT(square)
 
 static PyObject *bitwise_not_of(PyObject *x) {
     ampc_tensor *t = ampc_py_unwrap(x, "bitwise_not", "input");
     return t ? ampc_py_wrap(ampc_bitwise_not(t)) : NULL;
 }
-static PyObject *t_bitwise_not(PyObject *self, PyObject *unused) {
-    (void)unused;
-    return bitwise_not_of(self);
-}
-static PyObject *m_bitwise_not(PyObject *m, PyObject *x) {
-    (void)m;
-    return bitwise_not_of(x);
-}
+DEF_SELF_OR_INPUT(bitwise_not)
 
 static PyObject *positive_of(PyObject *x) {
     ampc_tensor *t = ampc_py_unwrap(x, "positive", "input");
@@ -544,10 +535,7 @@ static PyObject *positive_of(PyObject *x) {
     }
     return return_self(x);
 }
-static PyObject *m_positive(PyObject *m, PyObject *x) {
-    (void)m;
-    return positive_of(x);
-}
+static PyObject *m_positive(PyObject *m, PyObject *x) { return positive_of(x); }
 
 /* ------------------------------------------------------------------ operators */
 

@@ -433,16 +433,7 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value) {
     return rc;
 }
 
-static Py_ssize_t tensor_length(PyObject *self) {
-    ampc_tensor *t = SELF_T(self);
-    if (t->ndim == 0) {
-        PyErr_SetString(PyExc_TypeError, "len() of a 0-d tensor");
-        return -1;
-    }
-    return (Py_ssize_t)t->shape[0];
-}
-
-PyMappingMethods ampc_py_tensor_as_mapping = {tensor_length, tensor_getitem, tensor_setitem};
+PyMappingMethods ampc_py_tensor_as_mapping = {ampc_py_tensor_len, tensor_getitem, tensor_setitem};
 
 /* ------------------------------------------------------------------ Tensor methods */
 
@@ -668,21 +659,33 @@ static PyObject *t_unbind(PyObject *self, PyObject *args, PyObject *kwargs) {
 #define VA METH_VARARGS | METH_KEYWORDS
 #define METHOD(f) (PyCFunction)(void (*)(void))(f)
 
+/* The ops bound both as x.name(...) and as ampc.name(input, ...): one row each, with the name
+ * PyTorch gives the function's first argument and the docs of the method and of the function. */
+#define INDEX_OPS(X)                                                                                                  \
+    X(index_select, "input", "index_select(dim, index): the slices of `dim` at the indices",                          \
+      "index_select(input, dim, index)")                                                                              \
+    X(gather, "input", "gather(dim, index): out[i][j] = self[index[i][j]][j] (for dim 0)", "gather(input, dim, index)") \
+    X(scatter_add, "input", "scatter_add(dim, index, src): out-of-place scatter_add_",                                \
+      "scatter_add(input, dim, index, src)")                                                                          \
+    X(index_add, "input", "index_add(dim, index, source, *, alpha=1)", "index_add(input, dim, index, source, *, alpha=1)") \
+    X(index_put, "input", "index_put(indices, values, accumulate=False)",                                             \
+      "index_put(input, indices, values, accumulate=False)")                                                           \
+    X(masked_fill, "input", "masked_fill(mask, value)", "masked_fill(input, mask, value)")                            \
+    X(nonzero, "input", "nonzero(*, as_tuple=False)", "nonzero(input, *, as_tuple=False)")                            \
+    X(split, "tensor", "split(split_size_or_sections, dim=0): a tuple of views",                                      \
+      "split(tensor, split_size_or_sections, dim=0)")                                                                 \
+    X(chunk, "input", "chunk(chunks, dim=0): a tuple of views", "chunk(input, chunks, dim=0)")                        \
+    X(unbind, "input", "unbind(dim=0): a tuple of views", "unbind(input, dim=0)")
+
+#define METHOD_ENTRY(name, input_name, method_doc, function_doc) {#name, METHOD(t_##name), VA, method_doc},
+
 PyMethodDef ampc_py_tensor_methods_index[] = {
-    {"index_select", METHOD(t_index_select), VA, "index_select(dim, index): the slices of `dim` at the indices"},
-    {"gather", METHOD(t_gather), VA, "gather(dim, index): out[i][j] = self[index[i][j]][j] (for dim 0)"},
-    {"scatter_add", METHOD(t_scatter_add), VA, "scatter_add(dim, index, src): out-of-place scatter_add_"},
+    INDEX_OPS(METHOD_ENTRY)
+    /* in-place forms, methods only */
     {"scatter_add_", METHOD(t_scatter_add_), VA, "scatter_add_(dim, index, src): self[index[i][j]][j] += src[i][j]"},
-    {"index_add", METHOD(t_index_add), VA, "index_add(dim, index, source, *, alpha=1)"},
     {"index_add_", METHOD(t_index_add_), VA, "index_add_(dim, index, source, *, alpha=1)"},
     {"index_put_", METHOD(t_index_put_), VA, "index_put_(indices, values, accumulate=False)"},
-    {"index_put", METHOD(t_index_put), VA, "index_put(indices, values, accumulate=False)"},
-    {"masked_fill", METHOD(t_masked_fill), VA, "masked_fill(mask, value)"},
     {"masked_fill_", METHOD(t_masked_fill_), VA, "masked_fill_(mask, value)"},
-    {"nonzero", METHOD(t_nonzero), VA, "nonzero(*, as_tuple=False)"},
-    {"split", METHOD(t_split), VA, "split(split_size_or_sections, dim=0): a tuple of views"},
-    {"chunk", METHOD(t_chunk), VA, "chunk(chunks, dim=0): a tuple of views"},
-    {"unbind", METHOD(t_unbind), VA, "unbind(dim=0): a tuple of views"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -715,21 +718,13 @@ static PyObject *call_method(PyObject *args, PyObject *kwargs, const char *op, c
     return result;
 }
 
-#define FORWARD(name, input_name, method)                                                  \
+/* ampc.name(input, ...) of each INDEX_OPS row */
+#define FORWARD(name, input_name, method_doc, function_doc)                                \
     static PyObject *f_##name(PyObject *unused, PyObject *args, PyObject *kwargs) {        \
         (void)unused;                                                                      \
-        return call_method(args, kwargs, #name, input_name, method);                       \
+        return call_method(args, kwargs, #name, input_name, t_##name);                     \
     }
-FORWARD(index_select, "input", t_index_select)
-FORWARD(gather, "input", t_gather)
-FORWARD(scatter_add, "input", t_scatter_add)
-FORWARD(index_add, "input", t_index_add)
-FORWARD(index_put, "input", t_index_put)
-FORWARD(masked_fill, "input", t_masked_fill)
-FORWARD(nonzero, "input", t_nonzero)
-FORWARD(split, "tensor", t_split)
-FORWARD(chunk, "input", t_chunk)
-FORWARD(unbind, "input", t_unbind)
+INDEX_OPS(FORWARD)
 
 /* cat(tensors, dim=0) and stack(tensors, dim=0); `axis` is accepted for `dim` (NumPy names) */
 static PyObject *join(PyObject *args, PyObject *kwargs, const char *op, bool stack) {
@@ -766,20 +761,13 @@ static PyObject *f_concatenate(PyObject *unused, PyObject *args, PyObject *kwarg
 }
 static PyObject *f_stack(PyObject *unused, PyObject *args, PyObject *kwargs) { return join(args, kwargs, "stack", true); }
 
+#define FUNCTION_ENTRY(name, input_name, method_doc, function_doc) {#name, METHOD(f_##name), VA, function_doc},
+
 PyMethodDef ampc_py_module_methods_index[] = {
     {"cat", METHOD(f_cat), VA, "cat(tensors, dim=0): join along an existing dim, promoting dtypes"},
     {"concat", METHOD(f_concat), VA, "alias of cat"},
     {"concatenate", METHOD(f_concatenate), VA, "alias of cat (axis= accepted)"},
     {"stack", METHOD(f_stack), VA, "stack(tensors, dim=0): join along a new dim"},
-    {"index_select", METHOD(f_index_select), VA, "index_select(input, dim, index)"},
-    {"gather", METHOD(f_gather), VA, "gather(input, dim, index)"},
-    {"scatter_add", METHOD(f_scatter_add), VA, "scatter_add(input, dim, index, src)"},
-    {"index_add", METHOD(f_index_add), VA, "index_add(input, dim, index, source, *, alpha=1)"},
-    {"index_put", METHOD(f_index_put), VA, "index_put(input, indices, values, accumulate=False)"},
-    {"masked_fill", METHOD(f_masked_fill), VA, "masked_fill(input, mask, value)"},
-    {"nonzero", METHOD(f_nonzero), VA, "nonzero(input, *, as_tuple=False)"},
-    {"split", METHOD(f_split), VA, "split(tensor, split_size_or_sections, dim=0)"},
-    {"chunk", METHOD(f_chunk), VA, "chunk(input, chunks, dim=0)"},
-    {"unbind", METHOD(f_unbind), VA, "unbind(input, dim=0)"},
+    INDEX_OPS(FUNCTION_ENTRY)
     {NULL, NULL, 0, NULL},
 };

@@ -20,58 +20,75 @@ static PyObject *call_binary(binary_fn fn, PyObject *a_o, PyObject *b_o, const c
     return ampc_py_wrap(fn(a, b));
 }
 
-/* beta / alpha: any Python or NumPy real number. */
-static int parse_coef(PyObject *o, double *out, const char *op, const char *arg) {
-    if (!o) return 0;
-    ampc_scalar s;
-    if (ampc_py_scalar(o, &s, op, arg) < 0) return -1;
-    *out = ampc_scalar_to_double(s);
-    return 0;
+/* The matrix products bound both as ampc.name(input, ...) and x.name(...), one row each:
+ *   BINARY_OPS(X)       X(name, core function, second argument, function's doc, method's doc)
+ *   ADD_PRODUCT_OPS(X)  X(name, core function, first factor, second factor, function's doc, method's doc)
+ * The method's keyword list is the function's without "input" (kw + 1), its format the
+ * function's with one "O" fewer (fmt + 1). */
+#define BINARY_OPS(X)                                                                                          \
+    X(mm, ampc_mm, "mat2", "mm(input, mat2) -> Tensor: matrix product of two 2-D tensors", "mm(mat2) -> Tensor") \
+    X(bmm, ampc_bmm, "mat2", "bmm(input, mat2) -> Tensor: batched matrix product of two 3-D tensors",          \
+      "bmm(mat2) -> Tensor")                                                                                   \
+    X(matmul, ampc_matmul, "other", "matmul(input, other) -> Tensor: matrix product with NumPy's broadcasting", \
+      "matmul(other) -> Tensor")                                                                               \
+    X(dot, ampc_dot, "tensor", "dot(input, tensor) -> Tensor: inner product of two 1-D tensors",              \
+      "dot(tensor) -> Tensor")                                                                                 \
+    X(mv, ampc_mv, "vec", "mv(input, vec) -> Tensor: matrix-vector product", "mv(vec) -> Tensor")
+#define ADD_PRODUCT_OPS(X)                                                                                     \
+    X(addmm, ampc_addmm, "mat1", "mat2",                                                                      \
+      "addmm(input, mat1, mat2, *, beta=1, alpha=1) -> beta*input + alpha*(mat1 @ mat2)",                     \
+      "addmm(mat1, mat2, *, beta=1, alpha=1) -> Tensor")                                                       \
+    X(baddbmm, ampc_baddbmm, "batch1", "batch2",                                                              \
+      "baddbmm(input, batch1, batch2, *, beta=1, alpha=1) -> beta*input + alpha*bmm(batch1, batch2)",         \
+      "baddbmm(batch1, batch2, *, beta=1, alpha=1) -> Tensor")
+
+/* fn(input, other) as a function (self NULL) or self.fn(other) as a method. */
+static PyObject *binary_entry(binary_fn fn, PyObject *self, PyObject *args, PyObject *kwargs, char **kw,
+                              const char *fmt, const char *op) {
+    PyObject *a = self, *b;
+    int ok = self ? PyArg_ParseTupleAndKeywords(args, kwargs, fmt + 1, kw + 1, &b)
+                  : PyArg_ParseTupleAndKeywords(args, kwargs, fmt, kw, &a, &b);
+    if (!ok) return NULL;
+    return call_binary(fn, a, b, op, self ? "self" : "input", kw[1]);
 }
-
-/* ------------------------------------------------------------------ module functions */
-
-#define DEFINE_BINARY_FUNCTION(NAME, FN, A, B)                                                 \
-    static PyObject *py_##NAME(PyObject *mod, PyObject *args, PyObject *kwargs) {              \
-        KW("input", B);                                                                        \
-        PyObject *a, *b;                                                                       \
-        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:" #NAME, kwlist, &a, &b)) return NULL; \
-        return call_binary(FN, a, b, #NAME, A, B);                                             \
-    }
-
-DEFINE_BINARY_FUNCTION(mm, ampc_mm, "input", "mat2")
-DEFINE_BINARY_FUNCTION(bmm, ampc_bmm, "input", "mat2")
-DEFINE_BINARY_FUNCTION(matmul, ampc_matmul, "input", "other")
-DEFINE_BINARY_FUNCTION(dot, ampc_dot, "input", "tensor")
-DEFINE_BINARY_FUNCTION(mv, ampc_mv, "input", "vec")
 
 typedef ampc_tensor *(*addmm_fn)(const ampc_tensor *, const ampc_tensor *, const ampc_tensor *, double, double);
 
-/* addmm / baddbmm: self (or input), the two factors, then keyword-only beta and alpha. */
-static PyObject *call_add_product(addmm_fn fn, PyObject *self_o, PyObject *x_o, PyObject *y_o, PyObject *beta_o,
-                                  PyObject *alpha_o, const char *op, const char *xn, const char *yn) {
+/* addmm / baddbmm: input (or self), the two factors, then keyword-only beta and alpha. */
+static PyObject *add_product_entry(addmm_fn fn, PyObject *self, PyObject *args, PyObject *kwargs, char **kw,
+                                   const char *fmt, const char *op) {
+    PyObject *c_o = self, *x_o, *y_o, *beta_o = NULL, *alpha_o = NULL;
+    int ok = self ? PyArg_ParseTupleAndKeywords(args, kwargs, fmt + 1, kw + 1, &x_o, &y_o, &beta_o, &alpha_o)
+                  : PyArg_ParseTupleAndKeywords(args, kwargs, fmt, kw, &c_o, &x_o, &y_o, &beta_o, &alpha_o);
+    if (!ok) return NULL;
     double beta = 1.0, alpha = 1.0;
-    ampc_tensor *c = ampc_py_unwrap(self_o, op, "input");
-    ampc_tensor *x = c ? ampc_py_unwrap(x_o, op, xn) : NULL;
-    ampc_tensor *y = x ? ampc_py_unwrap(y_o, op, yn) : NULL;
-    if (!y || parse_coef(beta_o, &beta, op, "beta") < 0 || parse_coef(alpha_o, &alpha, op, "alpha") < 0) return NULL;
+    ampc_tensor *c = ampc_py_unwrap(c_o, op, "input");
+    ampc_tensor *x = c ? ampc_py_unwrap(x_o, op, kw[1]) : NULL;
+    ampc_tensor *y = x ? ampc_py_unwrap(y_o, op, kw[2]) : NULL;
+    if (!y || ampc_py_double(beta_o, &beta, op, "beta") < 0 || ampc_py_double(alpha_o, &alpha, op, "alpha") < 0) return NULL;
     return ampc_py_wrap(fn(c, x, y, beta, alpha));
 }
 
-static PyObject *py_addmm(PyObject *mod, PyObject *args, PyObject *kwargs) {
-    KW("input", "mat1", "mat2", "beta", "alpha");
-    PyObject *c, *x, *y, *beta = NULL, *alpha = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$OO:addmm", kwlist, &c, &x, &y, &beta, &alpha)) return NULL;
-    return call_add_product(ampc_addmm, c, x, y, beta, alpha, "addmm", "mat1", "mat2");
-}
+#define DEFINE_BINARY(NAME, FN, B, FDOC, MDOC)                                                       \
+    static char *NAME##_kw[] = {"input", B, NULL};                                                   \
+    static PyObject *py_##NAME(PyObject *mod, PyObject *args, PyObject *kwargs) {                    \
+        return binary_entry(FN, NULL, args, kwargs, NAME##_kw, "OO:" #NAME, #NAME);                  \
+    }                                                                                                \
+    static PyObject *py_t_##NAME(PyObject *self, PyObject *args, PyObject *kwargs) {                 \
+        return binary_entry(FN, self, args, kwargs, NAME##_kw, "OO:" #NAME, #NAME);                  \
+    }
+#define DEFINE_ADD_PRODUCT(NAME, FN, X, Y, FDOC, MDOC)                                               \
+    static char *NAME##_kw[] = {"input", X, Y, "beta", "alpha", NULL};                               \
+    static PyObject *py_##NAME(PyObject *mod, PyObject *args, PyObject *kwargs) {                    \
+        return add_product_entry(FN, NULL, args, kwargs, NAME##_kw, "OOO|$OO:" #NAME, #NAME);        \
+    }                                                                                                \
+    static PyObject *py_t_##NAME(PyObject *self, PyObject *args, PyObject *kwargs) {                 \
+        return add_product_entry(FN, self, args, kwargs, NAME##_kw, "OOO|$OO:" #NAME, #NAME);        \
+    }
+BINARY_OPS(DEFINE_BINARY)
+ADD_PRODUCT_OPS(DEFINE_ADD_PRODUCT)
 
-static PyObject *py_baddbmm(PyObject *mod, PyObject *args, PyObject *kwargs) {
-    KW("input", "batch1", "batch2", "beta", "alpha");
-    PyObject *c, *x, *y, *beta = NULL, *alpha = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$OO:baddbmm", kwlist, &c, &x, &y, &beta, &alpha))
-        return NULL;
-    return call_add_product(ampc_baddbmm, c, x, y, beta, alpha, "baddbmm", "batch1", "batch2");
-}
+/* ------------------------------------------------------------------ other module functions */
 
 /* einsum(equation, *operands) or einsum(equation, [operands]) as torch accepts both. */
 static PyObject *py_einsum(PyObject *mod, PyObject *args) {
@@ -123,15 +140,11 @@ static PyObject *py_gemm_features(PyObject *mod, PyObject *unused) {
                          ampc_cpu_gemm_has_amx() ? Py_True : Py_False);
 }
 
+#define BINARY_FUNCTION(NAME, FN, B, FDOC, MDOC) {#NAME, METHOD(py_##NAME), VA, FDOC},
+#define ADD_PRODUCT_FUNCTION(NAME, FN, X, Y, FDOC, MDOC) {#NAME, METHOD(py_##NAME), VA, FDOC},
+
 PyMethodDef ampc_py_module_methods_linalg[] = {
-    {"mm", METHOD(py_mm), VA, "mm(input, mat2) -> Tensor: matrix product of two 2-D tensors"},
-    {"bmm", METHOD(py_bmm), VA, "bmm(input, mat2) -> Tensor: batched matrix product of two 3-D tensors"},
-    {"matmul", METHOD(py_matmul), VA, "matmul(input, other) -> Tensor: matrix product with NumPy's broadcasting"},
-    {"dot", METHOD(py_dot), VA, "dot(input, tensor) -> Tensor: inner product of two 1-D tensors"},
-    {"mv", METHOD(py_mv), VA, "mv(input, vec) -> Tensor: matrix-vector product"},
-    {"addmm", METHOD(py_addmm), VA, "addmm(input, mat1, mat2, *, beta=1, alpha=1) -> beta*input + alpha*(mat1 @ mat2)"},
-    {"baddbmm", METHOD(py_baddbmm), VA,
-     "baddbmm(input, batch1, batch2, *, beta=1, alpha=1) -> beta*input + alpha*bmm(batch1, batch2)"},
+    BINARY_OPS(BINARY_FUNCTION) ADD_PRODUCT_OPS(ADD_PRODUCT_FUNCTION)
     {"einsum", METHOD(py_einsum), METH_VARARGS, "einsum(equation, *operands) -> Tensor: Einstein summation"},
     {"_gemm_backend", METHOD(py_gemm_backend), METH_VARARGS, "_gemm_backend(name=None): CPU GEMM implementation"},
     {"_gemm_features", METHOD(py_gemm_features), METH_NOARGS, "_gemm_features(): CBLAS / AMX availability"},
@@ -140,34 +153,6 @@ PyMethodDef ampc_py_module_methods_linalg[] = {
 
 /* ------------------------------------------------------------------ Tensor methods and `@` */
 
-#define DEFINE_BINARY_METHOD(NAME, FN, B)                                                                   \
-    static PyObject *py_t_##NAME(PyObject *self, PyObject *args, PyObject *kwargs) {                        \
-        KW(B);                                                                                              \
-        PyObject *b;                                                                                        \
-        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:" #NAME, kwlist, &b)) return NULL;                \
-        return call_binary(FN, self, b, #NAME, "self", B);                                                  \
-    }
-
-DEFINE_BINARY_METHOD(mm, ampc_mm, "mat2")
-DEFINE_BINARY_METHOD(bmm, ampc_bmm, "mat2")
-DEFINE_BINARY_METHOD(matmul, ampc_matmul, "other")
-DEFINE_BINARY_METHOD(dot, ampc_dot, "tensor")
-DEFINE_BINARY_METHOD(mv, ampc_mv, "vec")
-
-static PyObject *py_t_addmm(PyObject *self, PyObject *args, PyObject *kwargs) {
-    KW("mat1", "mat2", "beta", "alpha");
-    PyObject *x, *y, *beta = NULL, *alpha = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OO:addmm", kwlist, &x, &y, &beta, &alpha)) return NULL;
-    return call_add_product(ampc_addmm, self, x, y, beta, alpha, "addmm", "mat1", "mat2");
-}
-
-static PyObject *py_t_baddbmm(PyObject *self, PyObject *args, PyObject *kwargs) {
-    KW("batch1", "batch2", "beta", "alpha");
-    PyObject *x, *y, *beta = NULL, *alpha = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OO:baddbmm", kwlist, &x, &y, &beta, &alpha)) return NULL;
-    return call_add_product(ampc_baddbmm, self, x, y, beta, alpha, "baddbmm", "batch1", "batch2");
-}
-
 /* nb_matrix_multiply: a @ b where either side is a Tensor (Python also routes b.__rmatmul__
  * here). Anything else is NotImplemented, so NumPy's own __rmatmul__ may take over. */
 PyObject *ampc_py_matmul_op(PyObject *a, PyObject *b) {
@@ -175,13 +160,10 @@ PyObject *ampc_py_matmul_op(PyObject *a, PyObject *b) {
     return ampc_py_wrap(ampc_matmul(((AmpcTensorObject *)a)->t, ((AmpcTensorObject *)b)->t));
 }
 
+#define BINARY_METHOD(NAME, FN, B, FDOC, MDOC) {#NAME, METHOD(py_t_##NAME), VA, MDOC},
+#define ADD_PRODUCT_METHOD(NAME, FN, X, Y, FDOC, MDOC) {#NAME, METHOD(py_t_##NAME), VA, MDOC},
+
 PyMethodDef ampc_py_tensor_methods_linalg[] = {
-    {"mm", METHOD(py_t_mm), VA, "mm(mat2) -> Tensor"},
-    {"bmm", METHOD(py_t_bmm), VA, "bmm(mat2) -> Tensor"},
-    {"matmul", METHOD(py_t_matmul), VA, "matmul(other) -> Tensor"},
-    {"dot", METHOD(py_t_dot), VA, "dot(tensor) -> Tensor"},
-    {"mv", METHOD(py_t_mv), VA, "mv(vec) -> Tensor"},
-    {"addmm", METHOD(py_t_addmm), VA, "addmm(mat1, mat2, *, beta=1, alpha=1) -> Tensor"},
-    {"baddbmm", METHOD(py_t_baddbmm), VA, "baddbmm(batch1, batch2, *, beta=1, alpha=1) -> Tensor"},
+    BINARY_OPS(BINARY_METHOD) ADD_PRODUCT_OPS(ADD_PRODUCT_METHOD)
     {NULL, NULL, 0, NULL},
 };

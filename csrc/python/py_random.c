@@ -93,7 +93,8 @@ static int gen_exit(gen_scope *g) {
  * in `skip` belong to the caller (low/high/mean/std...). */
 static int parse_kw(PyObject *kwargs, const char *op, int takes_size, const char *const *skip,
                     ampc_py_factory_kw *kw) {
-    return ampc_py_parse_factory_kw(kwargs, op, takes_size, 1, skip, kw);
+    return ampc_py_parse_factory_kw(kwargs, op, AMPC_PY_KW_OUT | AMPC_PY_KW_GENERATOR | (takes_size ? AMPC_PY_KW_SIZE : 0),
+                                    skip, kw);
 }
 
 /* Applies requires_grad and wraps; steals t. The random factories fail with PyTorch's factory
@@ -122,13 +123,6 @@ static int parse_i64(PyObject *o, int64_t *out, const char *op, const char *arg)
         return -1;
     }
     return PyErr_Occurred() ? -1 : 0;
-}
-
-static int parse_double(PyObject *o, double *out, const char *op, const char *arg) {
-    ampc_scalar s;
-    if (ampc_py_scalar(o, &s, op, arg) < 0) return -1;
-    *out = ampc_scalar_to_double(s);
-    return 0;
 }
 
 /* A new tensor of `shape`, then fill(t) under the generator scope. */
@@ -428,7 +422,7 @@ static PyObject *py_randperm(PyObject *m, PyObject *args, PyObject *kwargs) {
 static PyObject *bernoulli_of(ampc_tensor *src, PyObject *p_obj, PyObject *generator, const char *op) {
     if (p_obj && p_obj != Py_None) {
         double p;
-        if (parse_double(p_obj, &p, op, "p") < 0) return NULL;
+        if (ampc_py_double(p_obj, &p, op, "p") < 0) return NULL;
         return make_filled(src->ndim, src->shape, src->dtype, src->device, generator, 0, fill_bernoulli, &p, op);
     }
     return make_filled(src->ndim, src->shape, src->dtype, src->device, generator, 0, fill_bernoulli_p, src, op);
@@ -480,7 +474,7 @@ static PyObject *py_normal(PyObject *m, PyObject *args, PyObject *kwargs) {
             return NULL;
         }
         two_doubles p;
-        if (parse_double(mean, &p.a, op, "mean") < 0 || parse_double(std, &p.b, op, "std") < 0) return NULL;
+        if (ampc_py_double(mean, &p.a, op, "mean") < 0 || ampc_py_double(std, &p.b, op, "std") < 0) return NULL;
         int64_t shape[AMPC_MAX_DIMS];
         int nd = ampc_py_size_arg(size, shape, op);
         if (nd < 0) return NULL;
@@ -518,24 +512,26 @@ static PyObject *py_normal(PyObject *m, PyObject *args, PyObject *kwargs) {
 
 /* ------------------------------------------------------------------ Tensor methods */
 
+/* uniform_(from=0, to=1, *, generator=None) and normal_(mean=0, std=1, *, generator=None):
+ * kwlist names the two parameters and generator, fmt is "|OO$O:<op>" */
+static PyObject *fill_two_doubles_(PyObject *self, PyObject *args, PyObject *kwargs, char **kwlist, const char *fmt,
+                                   fill_fn fill, const char *op) {
+    PyObject *a = NULL, *b = NULL, *gen = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, fmt, kwlist, &a, &b, &gen)) return NULL;
+    two_doubles p = {0.0, 1.0};
+    if (ampc_py_double(a, &p.a, op, kwlist[0]) < 0) return NULL;
+    if (ampc_py_double(b, &p.b, op, kwlist[1]) < 0) return NULL;
+    return fill_in_place(self, gen, fill, &p, op);
+}
+
 static PyObject *tensor_uniform_(PyObject *self, PyObject *args, PyObject *kwargs) {
     KW("from", "to", "generator");
-    PyObject *from = NULL, *to = NULL, *gen = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO$O:uniform_", kwlist, &from, &to, &gen)) return NULL;
-    two_doubles p = {0.0, 1.0};
-    if (from && parse_double(from, &p.a, "uniform_", "from") < 0) return NULL;
-    if (to && parse_double(to, &p.b, "uniform_", "to") < 0) return NULL;
-    return fill_in_place(self, gen, fill_uniform, &p, "uniform_");
+    return fill_two_doubles_(self, args, kwargs, kwlist, "|OO$O:uniform_", fill_uniform, "uniform_");
 }
 
 static PyObject *tensor_normal_(PyObject *self, PyObject *args, PyObject *kwargs) {
     KW("mean", "std", "generator");
-    PyObject *mean = NULL, *std = NULL, *gen = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO$O:normal_", kwlist, &mean, &std, &gen)) return NULL;
-    two_doubles p = {0.0, 1.0};
-    if (mean && parse_double(mean, &p.a, "normal_", "mean") < 0) return NULL;
-    if (std && parse_double(std, &p.b, "normal_", "std") < 0) return NULL;
-    return fill_in_place(self, gen, fill_normal, &p, "normal_");
+    return fill_two_doubles_(self, args, kwargs, kwlist, "|OO$O:normal_", fill_normal, "normal_");
 }
 
 /* random_() [0, max]; random_(to) [0, to); random_(from, to) [from, to); random_(from, None) and
@@ -562,7 +558,7 @@ static PyObject *tensor_bernoulli_(PyObject *self, PyObject *args, PyObject *kwa
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$O:bernoulli_", kwlist, &p, &gen)) return NULL;
     if (p && AmpcTensor_Check(p)) return fill_in_place(self, gen, fill_bernoulli_p, SELF_T(p), "bernoulli_");
     double pv = 0.5;
-    if (p && parse_double(p, &pv, "bernoulli_", "p") < 0) return NULL;
+    if (ampc_py_double(p, &pv, "bernoulli_", "p") < 0) return NULL;
     return fill_in_place(self, gen, fill_bernoulli, &pv, "bernoulli_");
 }
 

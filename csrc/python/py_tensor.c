@@ -162,21 +162,6 @@ ampc_tensor *ampc_py_host_contiguous(const ampc_tensor *t) {
     return h;
 }
 
-PyObject *ampc_py_element(const ampc_tensor *host, int64_t i) {
-    const char *p = (const char *)ampc_data_ptr(host) + i * (int64_t)ampc_dtype_itemsize(host->dtype);
-    switch (host->dtype) {
-    case AMPC_FLOAT32: return PyFloat_FromDouble(*(const float *)p);
-    case AMPC_FLOAT16: return PyFloat_FromDouble(ampc_half_to_f32(*(const ampc_half *)p));
-    case AMPC_BFLOAT16: return PyFloat_FromDouble(ampc_bf16_to_f32(*(const ampc_bfloat16 *)p));
-    case AMPC_FLOAT64: return PyFloat_FromDouble(*(const double *)p);
-    case AMPC_INT64: return PyLong_FromLongLong(*(const int64_t *)p);
-    case AMPC_INT32: return PyLong_FromLong(*(const int32_t *)p);
-    case AMPC_UINT8: return PyLong_FromLong(*(const uint8_t *)p);
-    case AMPC_BOOL: return PyBool_FromLong(*(const bool *)p);
-    default: PyErr_SetString(PyExc_TypeError, "ampc: tensor has an invalid dtype"); return NULL;
-    }
-}
-
 static PyObject *scalar_to_py(ampc_scalar s) {
     switch (s.kind) {
     case AMPC_SCALAR_BOOL: return PyBool_FromLong(s.v.b);
@@ -184,6 +169,16 @@ static PyObject *scalar_to_py(ampc_scalar s) {
     case AMPC_SCALAR_FLOAT: return PyFloat_FromDouble(s.v.f);
     default: Py_RETURN_NONE;
     }
+}
+
+PyObject *ampc_py_element(const ampc_tensor *host, int64_t i) {
+    const char *p = (const char *)ampc_data_ptr(host) + i * (int64_t)ampc_dtype_itemsize(host->dtype);
+    ampc_scalar s = ampc_scalar_load(p, host->dtype);
+    if (s.kind == AMPC_SCALAR_NONE) {
+        PyErr_SetString(PyExc_TypeError, "ampc: tensor has an invalid dtype");
+        return NULL;
+    }
+    return scalar_to_py(s);
 }
 
 /* The one element of a one-element tensor as a Python number. */
@@ -195,6 +190,15 @@ static PyObject *single_element(ampc_tensor *t, PyObject *exc, const char *msg) 
     ampc_scalar s;
     if (ampc_py_check(ampc_get_scalar(t, 0, &s)) < 0) return NULL;
     return scalar_to_py(s);
+}
+
+/* float(x), int(x), operator.index(x): the one element, made a Python number by `to_number` */
+static PyObject *single_number(ampc_tensor *t, PyObject *exc, const char *msg, PyObject *(*to_number)(PyObject *)) {
+    PyObject *v = single_element(t, exc, msg);
+    if (!v) return NULL;
+    PyObject *r = to_number(v);
+    Py_DECREF(v);
+    return r;
 }
 
 PyObject *ampc_py_tensor_item(PyObject *self, PyObject *unused) {
@@ -223,22 +227,14 @@ int ampc_py_tensor_bool(PyObject *self) {
     return r;
 }
 
+static const char not_one_element[] = "only one element tensors can be converted to Python scalars";
+
 PyObject *ampc_py_tensor_float(PyObject *self) {
-    PyObject *v = single_element(((AmpcTensorObject *)self)->t, PyExc_ValueError,
-                                 "only one element tensors can be converted to Python scalars");
-    if (!v) return NULL;
-    PyObject *r = PyNumber_Float(v);
-    Py_DECREF(v);
-    return r;
+    return single_number(((AmpcTensorObject *)self)->t, PyExc_ValueError, not_one_element, PyNumber_Float);
 }
 
 PyObject *ampc_py_tensor_int(PyObject *self) {
-    PyObject *v = single_element(((AmpcTensorObject *)self)->t, PyExc_ValueError,
-                                 "only one element tensors can be converted to Python scalars");
-    if (!v) return NULL;
-    PyObject *r = PyNumber_Long(v);
-    Py_DECREF(v);
-    return r;
+    return single_number(((AmpcTensorObject *)self)->t, PyExc_ValueError, not_one_element, PyNumber_Long);
 }
 
 PyObject *ampc_py_tensor_index(PyObject *self) {
@@ -247,11 +243,7 @@ PyObject *ampc_py_tensor_index(PyObject *self) {
         PyErr_SetString(PyExc_TypeError, "only integer tensors of a single element can be converted to an index");
         return NULL;
     }
-    PyObject *v = single_element(t, PyExc_TypeError, "");
-    if (!v) return NULL;
-    PyObject *r = PyNumber_Long(v); /* bool -> int */
-    Py_DECREF(v);
-    return r;
+    return single_number(t, PyExc_TypeError, "", PyNumber_Long); /* bool -> int */
 }
 
 /* ------------------------------------------------------------------ the type */
@@ -463,7 +455,7 @@ static PyObject *tensor_iter(PyObject *self) {
     return (PyObject *)it;
 }
 
-static Py_ssize_t tensor_len(PyObject *self) {
+Py_ssize_t ampc_py_tensor_len(PyObject *self) {
     ampc_tensor *t = SELF_T(self);
     if (t->ndim == 0) {
         PyErr_SetString(PyExc_TypeError, "len() of a 0-d tensor");
@@ -472,7 +464,7 @@ static Py_ssize_t tensor_len(PyObject *self) {
     return (Py_ssize_t)t->shape[0];
 }
 
-static PySequenceMethods tensor_as_sequence = {.sq_length = tensor_len};
+static PySequenceMethods tensor_as_sequence = {.sq_length = ampc_py_tensor_len};
 
 /* Tensors hash by identity (they define == elementwise), as in PyTorch. */
 static Py_hash_t tensor_hash(PyObject *self) {

@@ -17,6 +17,15 @@ static PyObject *return_self(PyObject *self) {
     return self;
 }
 
+/* A core call's result (stolen) that may be self's own tensor: self then, else a new Tensor. */
+static PyObject *self_or_new(PyObject *self, ampc_tensor *r) {
+    if (r == SELF_T(self)) {
+        ampc_tensor_decref(r);
+        return return_self(self);
+    }
+    return ampc_py_wrap(r);
+}
+
 /* Checks a status from an in-place core call and returns self. */
 static PyObject *inplace_result(PyObject *self, ampc_status st) {
     if (ampc_py_check(st) < 0) return NULL;
@@ -37,18 +46,23 @@ static int parse_int64(PyObject *o, int64_t *out, const char *op, const char *ar
 
 /* ------------------------------------------------------------------ shape queries */
 
+/* values[dim] (a size or a stride) for x.size(dim) and x.stride(dim) */
+static PyObject *dim_entry(const ampc_tensor *t, PyObject *dim_o, const int64_t *values, const char *op) {
+    int64_t dim;
+    int d;
+    if (parse_int64(dim_o, &dim, op, "dim") < 0) return NULL;
+    if (ampc_py_check(ampc_wrap_dim(op, dim, t->ndim, &d)) < 0) return NULL;
+    if (t->ndim == 0) return PyErr_Format(PyExc_IndexError, "%s(): a 0-dim tensor has no dims", op);
+    return PyLong_FromLongLong(values[d]);
+}
+
 static PyObject *t_size(PyObject *self, PyObject *args, PyObject *kwargs) {
     KW("dim");
     PyObject *dim_o = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:size", kwlist, &dim_o)) return NULL;
     ampc_tensor *t = SELF_T(self);
     if (dim_o == Py_None) return ampc_py_size_object(t->ndim, t->shape);
-    int64_t dim;
-    int d;
-    if (parse_int64(dim_o, &dim, "size", "dim") < 0) return NULL;
-    if (ampc_py_check(ampc_wrap_dim("size", dim, t->ndim, &d)) < 0) return NULL;
-    if (t->ndim == 0) return PyErr_Format(PyExc_IndexError, "size(): a 0-dim tensor has no dims");
-    return PyLong_FromLongLong(t->shape[d]);
+    return dim_entry(t, dim_o, t->shape, "size");
 }
 
 static PyObject *t_stride(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -68,12 +82,7 @@ static PyObject *t_stride(PyObject *self, PyObject *args, PyObject *kwargs) {
         }
         return tuple;
     }
-    int64_t dim;
-    int d;
-    if (parse_int64(dim_o, &dim, "stride", "dim") < 0) return NULL;
-    if (ampc_py_check(ampc_wrap_dim("stride", dim, t->ndim, &d)) < 0) return NULL;
-    if (t->ndim == 0) return PyErr_Format(PyExc_IndexError, "stride(): a 0-dim tensor has no dims");
-    return PyLong_FromLongLong(t->strides[d]);
+    return dim_entry(t, dim_o, t->strides, "stride");
 }
 
 static PyObject *t_dim(PyObject *self, PyObject *unused) { return PyLong_FromLong(SELF_T(self)->ndim); }
@@ -103,47 +112,36 @@ static PyObject *t_get_device(PyObject *self, PyObject *unused) {
 
 /* ------------------------------------------------------------------ views */
 
-static PyObject *t_view(PyObject *self, PyObject *args) {
+/* view, reshape, expand and permute take a shape (or dims) as f(2, 3) or f((2, 3)); the *_as
+ * forms take other's shape. */
+typedef ampc_tensor *(*shape_op)(const ampc_tensor *t, int ndim, const int64_t *shape);
+
+static PyObject *with_shape(PyObject *self, PyObject *args, shape_op fn, const char *op, const char *arg) {
     int64_t shape[AMPC_MAX_DIMS];
-    int nd = ampc_py_int_list(args, shape, AMPC_MAX_DIMS, "view", "size");
+    int nd = ampc_py_int_list(args, shape, AMPC_MAX_DIMS, op, arg);
     if (nd < 0) return NULL;
-    return ampc_py_wrap(ampc_view(SELF_T(self), nd, shape));
+    return ampc_py_wrap(fn(SELF_T(self), nd, shape));
 }
 
+static PyObject *with_shape_of(PyObject *self, PyObject *other, shape_op fn, const char *op) {
+    ampc_tensor *o = ampc_py_unwrap(other, op, "other");
+    return o ? ampc_py_wrap(fn(SELF_T(self), o->ndim, o->shape)) : NULL;
+}
+
+static PyObject *t_view(PyObject *self, PyObject *args) { return with_shape(self, args, ampc_view, "view", "size"); }
 static PyObject *t_reshape(PyObject *self, PyObject *args) {
-    int64_t shape[AMPC_MAX_DIMS];
-    int nd = ampc_py_int_list(args, shape, AMPC_MAX_DIMS, "reshape", "shape");
-    if (nd < 0) return NULL;
-    return ampc_py_wrap(ampc_reshape(SELF_T(self), nd, shape));
+    return with_shape(self, args, ampc_reshape, "reshape", "shape");
 }
-
-static PyObject *t_view_as(PyObject *self, PyObject *other) {
-    ampc_tensor *o = ampc_py_unwrap(other, "view_as", "other");
-    return o ? ampc_py_wrap(ampc_view(SELF_T(self), o->ndim, o->shape)) : NULL;
-}
-
-static PyObject *t_reshape_as(PyObject *self, PyObject *other) {
-    ampc_tensor *o = ampc_py_unwrap(other, "reshape_as", "other");
-    return o ? ampc_py_wrap(ampc_reshape(SELF_T(self), o->ndim, o->shape)) : NULL;
-}
-
-static PyObject *t_expand(PyObject *self, PyObject *args) {
-    int64_t shape[AMPC_MAX_DIMS];
-    int nd = ampc_py_int_list(args, shape, AMPC_MAX_DIMS, "expand", "size");
-    if (nd < 0) return NULL;
-    return ampc_py_wrap(ampc_expand(SELF_T(self), nd, shape));
-}
-
-static PyObject *t_expand_as(PyObject *self, PyObject *other) {
-    ampc_tensor *o = ampc_py_unwrap(other, "expand_as", "other");
-    return o ? ampc_py_wrap(ampc_expand(SELF_T(self), o->ndim, o->shape)) : NULL;
-}
-
+static PyObject *t_expand(PyObject *self, PyObject *args) { return with_shape(self, args, ampc_expand, "expand", "size"); }
 static PyObject *t_permute(PyObject *self, PyObject *args) {
-    int64_t dims[AMPC_MAX_DIMS];
-    int nd = ampc_py_int_list(args, dims, AMPC_MAX_DIMS, "permute", "dims");
-    if (nd < 0) return NULL;
-    return ampc_py_wrap(ampc_permute(SELF_T(self), nd, dims));
+    return with_shape(self, args, ampc_permute, "permute", "dims");
+}
+static PyObject *t_view_as(PyObject *self, PyObject *other) { return with_shape_of(self, other, ampc_view, "view_as"); }
+static PyObject *t_reshape_as(PyObject *self, PyObject *other) {
+    return with_shape_of(self, other, ampc_reshape, "reshape_as");
+}
+static PyObject *t_expand_as(PyObject *self, PyObject *other) {
+    return with_shape_of(self, other, ampc_expand, "expand_as");
 }
 
 static PyObject *t_flatten(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -232,11 +230,7 @@ static PyObject *convert_nb(PyObject *self, ampc_dtype dtype, ampc_device device
     bool prev = ampc_set_non_blocking(non_blocking != 0);
     ampc_tensor *r = ampc_to(t, dtype, device, copy != 0);
     ampc_set_non_blocking(prev);
-    if (r == t) {
-        ampc_tensor_decref(r);
-        return return_self(self);
-    }
-    return ampc_py_wrap(r);
+    return self_or_new(self, r);
 }
 
 static PyObject *convert(PyObject *self, ampc_dtype dtype, ampc_device device, int copy, const char *op) {
@@ -310,12 +304,7 @@ static PyObject *t_pin_memory(PyObject *self, PyObject *args, PyObject *kwargs) 
     KW("device");
     PyObject *dev_o = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:pin_memory", kwlist, &dev_o)) return NULL;
-    ampc_tensor *r = ampc_pin_memory(SELF_T(self));
-    if (r == SELF_T(self)) {
-        ampc_tensor_decref(r);
-        return return_self(self);
-    }
-    return ampc_py_wrap(r);
+    return self_or_new(self, ampc_pin_memory(SELF_T(self)));
 }
 
 static PyObject *t_is_pinned(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -382,26 +371,12 @@ static PyObject *t_zero_(PyObject *self, PyObject *unused) { return inplace_resu
 static int parse_new_args(PyObject *self, PyObject *args, PyObject *kwargs, const char *op, int with_fill,
                           int64_t *shape, int *nd, PyObject **fill, ampc_dtype *dtype, ampc_device *device,
                           int *requires_grad) {
-    PyObject *size_kw = NULL, *dtype_o = NULL, *device_o = NULL, *rg = NULL;
-    if (kwargs) {
-        PyObject *k, *v;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(kwargs, &pos, &k, &v)) {
-            const char *name = PyUnicode_AsUTF8(k);
-            if (!name) return -1;
-            if (!strcmp(name, "size")) size_kw = v;
-            else if (!strcmp(name, "dtype")) dtype_o = v;
-            else if (!strcmp(name, "device")) device_o = v;
-            else if (!strcmp(name, "requires_grad")) rg = v;
-            else if (!strcmp(name, "fill_value") && with_fill) *fill = v;
-            else if (strcmp(name, "layout") && strcmp(name, "pin_memory")) {
-                PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", op, name);
-                return -1;
-            }
-        }
-    }
+    static const char *const fill_kw[] = {"fill_value", NULL};
+    ampc_py_factory_kw kw;
+    if (ampc_py_parse_factory_kw(kwargs, op, AMPC_PY_KW_SIZE, with_fill ? fill_kw : NULL, &kw) < 0) return -1;
     PyObject *size_args = args;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (with_fill && kwargs) *fill = PyDict_GetItemString(kwargs, "fill_value");
     if (with_fill && !*fill) {
         if (n < 2) {
             PyErr_Format(PyExc_TypeError, "%s() missing required argument 'fill_value'", op);
@@ -413,54 +388,40 @@ static int parse_new_args(PyObject *self, PyObject *args, PyObject *kwargs, cons
     } else {
         Py_INCREF(size_args);
     }
-    *nd = ampc_py_size_args(size_args, size_kw, shape, op);
+    *nd = ampc_py_size_args(size_args, kw.size, shape, op);
     Py_DECREF(size_args);
     if (*nd < 0) return -1;
     ampc_tensor *t = SELF_T(self);
-    *dtype = t->dtype;
-    if (dtype_o && dtype_o != Py_None && ampc_py_dtype(dtype_o, dtype, op) < 0) return -1;
-    if (ampc_py_device(device_o, t->device, device, op) < 0) return -1;
-    *requires_grad = rg ? PyObject_IsTrue(rg) : 0;
-    return *requires_grad < 0 ? -1 : 0;
+    *requires_grad = kw.requires_grad;
+    return ampc_py_factory_dtype_device(&kw, op, t->dtype, t->device, dtype, device);
+}
+
+/* new_empty (fill none), new_zeros and new_ones (fill given) and new_full (its fill_value read
+ * from the arguments, fill_from_args) */
+static PyObject *new_sized(PyObject *self, PyObject *args, PyObject *kwargs, const char *op, int fill_from_args,
+                           ampc_scalar fill) {
+    int64_t shape[AMPC_MAX_DIMS];
+    int nd, rg;
+    ampc_dtype dt;
+    ampc_device dev;
+    PyObject *fill_o = NULL;
+    if (parse_new_args(self, args, kwargs, op, fill_from_args, shape, &nd, &fill_o, &dt, &dev, &rg) < 0) return NULL;
+    if (fill_from_args && ampc_py_scalar(fill_o, &fill, op, "fill_value") < 0) return NULL;
+    if (fill.kind == AMPC_SCALAR_NONE) return ampc_py_factory_finish(ampc_empty(nd, shape, dt, dev), rg);
+    return ampc_py_factory_finish(ampc_full(nd, shape, fill, dt, dev), rg);
 }
 
 static PyObject *t_new_empty(PyObject *self, PyObject *args, PyObject *kwargs) {
-    int64_t shape[AMPC_MAX_DIMS];
-    int nd, rg;
-    ampc_dtype dt;
-    ampc_device dev;
-    if (parse_new_args(self, args, kwargs, "new_empty", 0, shape, &nd, NULL, &dt, &dev, &rg) < 0) return NULL;
-    return ampc_py_factory_finish(ampc_empty(nd, shape, dt, dev), rg);
+    return new_sized(self, args, kwargs, "new_empty", 0, ampc_scalar_none());
 }
-
 static PyObject *t_new_zeros(PyObject *self, PyObject *args, PyObject *kwargs) {
-    int64_t shape[AMPC_MAX_DIMS];
-    int nd, rg;
-    ampc_dtype dt;
-    ampc_device dev;
-    if (parse_new_args(self, args, kwargs, "new_zeros", 0, shape, &nd, NULL, &dt, &dev, &rg) < 0) return NULL;
-    return ampc_py_factory_finish(ampc_zeros(nd, shape, dt, dev), rg);
+    return new_sized(self, args, kwargs, "new_zeros", 0, ampc_scalar_int(0));
 }
-
 static PyObject *t_new_ones(PyObject *self, PyObject *args, PyObject *kwargs) {
-    int64_t shape[AMPC_MAX_DIMS];
-    int nd, rg;
-    ampc_dtype dt;
-    ampc_device dev;
-    if (parse_new_args(self, args, kwargs, "new_ones", 0, shape, &nd, NULL, &dt, &dev, &rg) < 0) return NULL;
-    return ampc_py_factory_finish(ampc_full(nd, shape, ampc_scalar_int(1), dt, dev), rg);
+    return new_sized(self, args, kwargs, "new_ones", 0, ampc_scalar_int(1));
 }
-
 static PyObject *t_new_full(PyObject *self, PyObject *args, PyObject *kwargs) {
-    int64_t shape[AMPC_MAX_DIMS];
-    int nd, rg;
-    ampc_dtype dt;
-    ampc_device dev;
-    PyObject *fill = NULL;
-    ampc_scalar s;
-    if (parse_new_args(self, args, kwargs, "new_full", 1, shape, &nd, &fill, &dt, &dev, &rg) < 0) return NULL;
-    if (ampc_py_scalar(fill, &s, "new_full", "fill_value") < 0) return NULL;
-    return ampc_py_factory_finish(ampc_full(nd, shape, s, dt, dev), rg);
+    return new_sized(self, args, kwargs, "new_full", 1, ampc_scalar_none());
 }
 
 static PyObject *t_new_tensor(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -470,10 +431,10 @@ static PyObject *t_new_tensor(PyObject *self, PyObject *args, PyObject *kwargs) 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOp:new_tensor", kwlist, &data, &dtype_o, &device_o, &rg))
         return NULL;
     ampc_tensor *t = SELF_T(self);
-    ampc_dtype dt = t->dtype;
+    ampc_py_factory_kw kw = {.dtype = dtype_o, .device = device_o};
+    ampc_dtype dt;
     ampc_device dev;
-    if (dtype_o != Py_None && ampc_py_dtype(dtype_o, &dt, "new_tensor") < 0) return NULL;
-    if (ampc_py_device(device_o, t->device, &dev, "new_tensor") < 0) return NULL;
+    if (ampc_py_factory_dtype_device(&kw, "new_tensor", t->dtype, t->device, &dt, &dev) < 0) return NULL;
     return ampc_py_tensor_from_data(data, dt, dev, rg);
 }
 

@@ -708,6 +708,24 @@ void ampc_autograd_tensor_release(ampc_tensor *t) {
 
 /* ------------------------------------------------------------------ hooks */
 
+static int visit_hook_ctxs(const ampc_hook *h, ampc_hook_fn hook_fn, int (*visit)(void *, void *), void *arg) {
+    for (; h; h = h->next) {
+        int r = h->fn == hook_fn && h->ctx ? visit(h->ctx, arg) : 0;
+        if (r) return r;
+    }
+    return 0;
+}
+
+int ampc_autograd_visit_owned_ctxs(const ampc_tensor *t, ampc_hook_fn hook_fn, int (*visit)(void *ctx, void *arg),
+                                   void *arg) {
+    if (!t || t->refcount != 1) return 0;
+    int r = t->autograd_meta ? visit_hook_ctxs(t->autograd_meta->hooks, hook_fn, visit, arg) : 0;
+    const ampc_node *n = t->grad_fn;
+    if (r || !n || n->refcount != 1) return r;
+    if (n->ctx && (r = visit(n->ctx, arg))) return r;
+    return visit_hook_ctxs(n->hooks, hook_fn, visit, arg);
+}
+
 int64_t ampc_register_hook(ampc_tensor *t, ampc_hook_fn fn, void *ctx, void (*release)(void *ctx)) {
     if (!t->requires_grad) {
         ampc_set_error(AMPC_E_RUNTIME, "cannot register a hook on a tensor that doesn't require gradient");

@@ -199,6 +199,13 @@ typedef ampc_status (*ampc_hook_fn)(void *ctx, const ampc_tensor *grad, ampc_ten
 /* Returns a handle id (> 0) for ampc_remove_hook, or -1 with an error (t does not require grad:
  * "cannot register a hook on a tensor that doesn't require gradient"). */
 int64_t ampc_register_hook(ampc_tensor *t, ampc_hook_fn fn, void *ctx, void (*release)(void *ctx));
+/* For a binding's garbage collector: visit(ctx) for each context the graph keeps that t owns
+ * alone: the ctx of every hook of kind hook_fn on t, and when t is its grad_fn's only owner, that
+ * node's ctx (a custom Function) and its hook_fn hooks. Only with t's refcount 1 (its wrapper is
+ * its only owner), so a collector never counts references that someone else also holds. Stops at
+ * the first nonzero visit result and returns it. */
+int ampc_autograd_visit_owned_ctxs(const ampc_tensor *t, ampc_hook_fn hook_fn, int (*visit)(void *ctx, void *arg),
+                                   void *arg);
 /* Removes the hook with that id from t (or from the node it lived on); false when gone already. */
 bool ampc_remove_hook(ampc_tensor *t, int64_t id);
 /* retain_grad(): a non-leaf keeps its gradient in .grad (leaves do anyway: no-op). */

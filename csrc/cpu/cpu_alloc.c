@@ -20,6 +20,7 @@ static void *cpu_alloc(ampc_device dev, size_t nbytes) {
     }
     stats.allocated += (int64_t)nbytes;
     stats.num_allocs++;
+    stats.active_blocks++;
     if (stats.allocated > stats.peak_allocated) stats.peak_allocated = stats.allocated;
     stats.reserved = stats.allocated;
     if (stats.reserved > stats.peak_reserved) stats.peak_reserved = stats.reserved;
@@ -30,6 +31,8 @@ static void cpu_free(ampc_device dev, void *ptr, size_t nbytes) {
     (void)dev;
     free(ptr);
     stats.allocated -= (int64_t)nbytes;
+    stats.num_frees++;
+    stats.active_blocks--;
     stats.reserved = stats.allocated;
 }
 

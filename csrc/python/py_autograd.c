@@ -268,6 +268,17 @@ static PyObject *module_attr(PyObject **cache, const char *mod, const char *name
     return Py_XNewRef(*cache);
 }
 
+typedef struct {
+    visitproc visit;
+    void *arg;
+} py_visit;
+static int visit_py_ctx(void *ctx, void *arg) { return ((py_visit *)arg)->visit((PyObject *)ctx, ((py_visit *)arg)->arg); }
+
+int ampc_py_traverse_graph(ampc_tensor *t, visitproc visit, void *arg) {
+    py_visit v = {visit, arg};
+    return ampc_autograd_visit_owned_ctxs(t, py_hook_call, visit_py_ctx, &v);
+}
+
 static PyObject *t_register_hook(PyObject *self, PyObject *fn) {
     static PyObject *ordered_dict, *removable_handle;
     if (!PyCallable_Check(fn)) {
@@ -710,6 +721,9 @@ static PyObject *m_function_record(PyObject *unused, PyObject *args) {
         for (Py_ssize_t k = 0; k < n_out; k++)
             if (core_outs[k] && tuple_has_tensor(nondiff, core_outs[k]) && core_outs[k]->grad_fn == node)
                 ampc_detach_(core_outs[k]);
+        /* the node holds the saved tensors now (ctx.saved_tensors reads them there): the tuple on
+         * the ctx would keep an output alive through output -> grad_fn -> ctx -> to_save */
+        if (PyObject_DelAttrString(ctx, "to_save") < 0) PyErr_Clear();
     }
     result = is_tuple ? PyList_AsTuple(outs) : Py_NewRef(PyList_GET_ITEM(outs, 0));
 done:

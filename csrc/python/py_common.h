@@ -28,6 +28,10 @@ extern PyTypeObject AmpcTensor_Type;
 /* Wraps a core tensor, stealing the reference; returns the existing Python object when the
  * tensor already has one (so `x.grad is x.grad`). NULL in -> the core's error is raised. */
 PyObject *ampc_py_wrap(ampc_tensor *t);
+/* The Tensor type's GC traversal beyond its __dict__ (py_autograd.c): the Python objects its
+ * graph holds for it alone (hook dicts, a custom Function's ctx), so cycles through them
+ * (ctx.out = y, a hook whose closure holds its own tensor) are collected. */
+int ampc_py_traverse_graph(ampc_tensor *t, visitproc visit, void *arg);
 /* Borrowed core tensor of a Python Tensor, or NULL with TypeError naming `op` and `arg`. */
 ampc_tensor *ampc_py_unwrap(PyObject *obj, const char *op, const char *arg);
 

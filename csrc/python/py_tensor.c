@@ -250,7 +250,8 @@ PyObject *ampc_py_tensor_index(PyObject *self) {
 
 static int tensor_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(((AmpcTensorObject *)self)->dict);
-    return 0;
+    ampc_tensor *t = ((AmpcTensorObject *)self)->t;
+    return t ? ampc_py_traverse_graph(t, visit, arg) : 0;
 }
 
 static int tensor_clear(PyObject *self) {

@@ -224,3 +224,32 @@ def test_fill_overflow_names_the_cpp_type_as_torch():
         with pytest.raises(RuntimeError) as want:
             torch.zeros(1, dtype=getattr(torch, dtype)).fill_(value)
         assert str(got.value) == str(want.value) == f"value cannot be converted to type {name} without overflow"
+
+
+# ---------------------------------------------------------------- indexing
+
+
+@pytest.mark.parametrize("key", [([1], True), (True, [1]), ([0, 2], True, slice(None)), (True, slice(None), [1, 3]),
+                                 (slice(None), True, [1, 2]), ([[0], [2]], True, [1, 3]), (True,), (False,),
+                                 (None, True, 0), ([1], None, True)])
+def test_a_python_bool_among_index_tensors_indexes_as_torch(key):
+    def fn(M):
+        x = M.arange(12, dtype=M.float32).reshape(3, 4)
+        return x[key]
+    got, want = on_both(fn)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_false_beside_an_index_tensor_cannot_broadcast():
+    for M in (ampc, torch):
+        with pytest.raises(IndexError, match="shape mismatch"):
+            M.zeros(3, 4)[[0, 1], False]
+
+
+def test_setitem_with_a_bool_among_index_tensors():
+    def fn(M):
+        x = M.zeros(3, 4)
+        x[[1], True] = M.tensor([1.0, 2.0, 3.0, 4.0])
+        return x
+    assert_same(fn)

@@ -120,13 +120,17 @@ static int is_number(PyObject *o) {
 
 /* ------------------------------------------------------------------ parsing an index key */
 
-typedef enum { KEY_INT, KEY_SLICE, KEY_NONE, KEY_ELLIPSIS, KEY_TRUE, KEY_FALSE, KEY_TENSOR } key_kind;
+/* KEY_BOOL_INDEX: a Python bool in a key that has index tensors. PyTorch turns every bool into a
+ * new dim indexed by [0] (True) or by an empty index (False); beside other index tensors that
+ * index broadcasts with them (x[[1], True] has shape (1, d1), x[[0, 1], False] cannot broadcast),
+ * so there it is an index tensor too; alone, True and False stay views (unsqueeze, an empty narrow). */
+typedef enum { KEY_INT, KEY_SLICE, KEY_NONE, KEY_ELLIPSIS, KEY_TRUE, KEY_FALSE, KEY_TENSOR, KEY_BOOL_INDEX } key_kind;
 
 typedef struct key_item {
     key_kind kind;
     int64_t i;                     /* KEY_INT */
     Py_ssize_t start, stop, step;  /* KEY_SLICE */
-    ampc_tensor *t;                /* KEY_TENSOR: owned, on the indexed tensor's device */
+    ampc_tensor *t;                /* KEY_TENSOR, KEY_BOOL_INDEX: owned, on the indexed tensor's device */
 } key_item;
 
 #define MAX_KEY_ITEMS 64
@@ -254,6 +258,18 @@ static int parse_key(PyObject *key, ampc_device device, parsed_key *k) {
         }
         k->n++;
     }
+    bool advanced = false;
+    for (int i = 0; i < k->n; i++) advanced |= k->items[i].kind == KEY_TENSOR;
+    for (int i = 0; advanced && i < k->n; i++) {
+        key_item *it = &k->items[i];
+        if (it->kind != KEY_TRUE && it->kind != KEY_FALSE) continue;
+        int64_t len = it->kind == KEY_TRUE;
+        if (!(it->t = ampc_zeros(1, &len, AMPC_INT64, device))) {
+            key_release(k);
+            return ampc_py_raise_int();
+        }
+        it->kind = KEY_BOOL_INDEX;
+    }
     return 0;
 }
 
@@ -324,6 +340,11 @@ static ampc_tensor *apply_basic(const ampc_tensor *self, const parsed_key *k, co
             adv[n_adv++] = it->t;
             d += consumed_dims(it);
             shown += consumed_dims(it) - 1;
+            break;
+        case KEY_BOOL_INDEX: /* a new dim, indexed by it->t */
+            next = ampc_unsqueeze(v, d);
+            adv_pos[n_adv] = d++;
+            adv[n_adv++] = it->t;
             break;
         }
         shown++;

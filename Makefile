@@ -11,7 +11,7 @@ CBLAS_INC := $(firstword $(wildcard /usr/include/*-linux-gnu/openblas-pthread))
 CBLAS_FLAGS := $(if $(CBLAS_INC),-DAMPC_WITH_CBLAS=1 -I$(CBLAS_INC) -lopenblas,)
 SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all setup build ctest test pytest demo bench clean test-emu
+.PHONY: all setup build ctest test pytest demo bench clean test-emu test-asan
 
 all: build
 
@@ -42,6 +42,20 @@ test-emu:
 	@mkdir -p build/emu
 	flock build/emu.lock env AMPC_CUDA=emu $(PYTHON_CMD) setup.py -q build_ext
 	PYTHONPATH=build/emu/pkg $(PYTHON_CMD) -m pytest -o pythonpath=build/emu/pkg tests/test_cuda_*.py -q $(PYTEST_ARGS)
+
+# The Python suite's fast part against the extension built with AddressSanitizer and UBSan
+# (build/asan; the in-place extension is not touched). Python itself is not instrumented, so the
+# sanitizer runtimes are preloaded; leak reports are off (the interpreter keeps its own memory
+# at exit: tests/test_leaks.py counts ampc's objects instead).
+ASAN_RUNTIMES = $(shell $(CC) -print-file-name=libasan.so) $(shell $(CC) -print-file-name=libubsan.so)
+ASAN_SLOW = test_examples.py test_models.py test_demo.py test_fuzz.py
+test-asan:
+	@mkdir -p build/asan
+	flock build/asan.lock env AMPC_CUDA=0 AMPC_SANITIZE=1 $(PYTHON_CMD) setup.py -q build_ext
+	LD_PRELOAD="$(ASAN_RUNTIMES)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 OMP_NUM_THREADS=2 \
+		PYTHONPATH=build/asan/pkg $(PYTHON_CMD) -m pytest -o pythonpath=build/asan/pkg tests -q -p no:cacheprovider \
+		$(addprefix --ignore=tests/,$(ASAN_SLOW)) $(PYTEST_ARGS)
 
 demo:
 	@mkdir -p build

@@ -6,6 +6,8 @@ Environment:
   AMPC_CUDA=emu      the CUDA backend built for the CUDA emulator (tools/cuda_emu: no GPU, no
                      nvcc; g++ and fake CUDA headers): writes build/emu/lib and build/emu/pkg,
                      never the in-place extension. AMPC_EMU_SANITIZE=1 adds ASan/UBSan.
+  AMPC_SANITIZE=1    with AMPC_CUDA=0: the CPU build under ASan/UBSan in build/asan/lib and
+                     build/asan/pkg (`make test-asan`), never the in-place extension
   CUDA_HOME          where the CUDA toolkit is (else /usr/local/cuda, else nvcc on PATH)
   AMPC_BLAS=0        do not link a CBLAS (float32 GEMM uses ampc's blocked C kernel)
   AMPC_DEBUG=1       -O0 -g and sanitizer-friendly flags
@@ -26,6 +28,9 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 EMU = os.environ.get("AMPC_CUDA") == "emu"
+SANITIZE = os.environ.get("AMPC_SANITIZE") == "1" or (EMU and os.environ.get("AMPC_EMU_SANITIZE") == "1")
+# A side build (the emulator's, a sanitized one) lives in build/<SIDE>, apart from the in-place extension.
+SIDE = "emu" if EMU else "asan" if SANITIZE else None
 EMU_DIR = os.path.join(ROOT, "tools", "cuda_emu")
 
 
@@ -136,14 +141,16 @@ if EMU:  # the emulator's fake CUDA headers come before anything else
     include_dirs.insert(0, os.path.join(EMU_DIR, "include"))
     cuda_host_sources = sources("cuda/*.c")
     extra_link_args_cuda = ["-lstdc++"]
-EMU_SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] if EMU and os.environ.get(
-    "AMPC_EMU_SANITIZE") == "1" else []
+if SANITIZE and CUDA_HOME:
+    sys.exit("ampc: AMPC_SANITIZE=1 sanitizes the CPU build or the emulator's: add AMPC_CUDA=0 (or emu)")
+SANITIZE_FLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"] \
+    if SANITIZE else []
 
 c_flags = ["-std=c11", "-fopenmp", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-missing-field-initializers",
            "-fvisibility=hidden"]
 c_flags += ["-O0", "-g"] if DEBUG else ["-O3", "-fno-math-errno"]
-c_flags += EMU_SANITIZE
-extra_link_args += EMU_SANITIZE
+c_flags += SANITIZE_FLAGS
+extra_link_args += SANITIZE_FLAGS
 
 
 # Per-file nvcc flags. The optimizer and scaler kernels are memory-bound: without FMA contraction
@@ -177,10 +184,10 @@ class AmpcBuildExt(build_ext):
         super().finalize_options()
         # Objects of a CUDA build and a CPU-only build differ (AMPC_WITH_CUDA): keep them apart so
         # switching AMPC_CUDA never links stale objects.
-        self.build_temp = os.path.join(self.build_temp, "emu" if EMU else "cuda" if CUDA_HOME else "cpu")
-        if EMU:  # never the in-place extension others use
+        self.build_temp = os.path.join(self.build_temp, SIDE or ("cuda" if CUDA_HOME else "cpu"))
+        if SIDE:  # never the in-place extension others use
             self.inplace = 0
-            self.build_lib = os.path.join(ROOT, "build", "emu", "lib")
+            self.build_lib = os.path.join(ROOT, "build", SIDE, "lib")
         # Always enter build_extension: the per-object time check below decides what to compile.
         # (setuptools' own check compares sources with the finished .so, which misses a source
         # edited while an earlier build was running.)
@@ -262,7 +269,7 @@ class AmpcBuildExt(build_ext):
         os.makedirs(out_dir, exist_ok=True)
         flags = ["-x", "c++", "-std=c++17", "-O2", "-g1", "-fPIC", "-fvisibility=hidden", "-fno-math-errno",
                  "-Wall", "-Wno-unused-function", "-Wno-unknown-pragmas", "-Wno-unused-variable",
-                 "-Wno-unused-but-set-variable"] + EMU_SANITIZE
+                 "-Wno-unused-but-set-variable"] + SANITIZE_FLAGS
         flags += ["-I" + d for d in include_dirs]
         flags += ["-I" + os.path.join(ROOT, "csrc", "cuda")]
         flags += ["-D%s=%s" % (k, v) for k, v in define_macros]
@@ -283,14 +290,14 @@ class AmpcBuildExt(build_ext):
 
     def run(self):
         super().run()
-        if EMU:
-            emu_package(self.build_lib)
+        if SIDE:
+            side_package(self.build_lib)
 
 
-def emu_package(build_lib):
-    """build/emu/pkg/ampc: python/ampc's files (symlinks) with the emulated build's _C, so that
-    PYTHONPATH=build/emu/pkg imports it without touching python/ampc/_C*.so."""
-    pkg = os.path.join(ROOT, "build", "emu", "pkg", "ampc")
+def side_package(build_lib):
+    """build/<SIDE>/pkg/ampc: python/ampc's files (symlinks) with the side build's _C, so that
+    PYTHONPATH=build/<SIDE>/pkg imports it without touching python/ampc/_C*.so."""
+    pkg = os.path.join(ROOT, "build", SIDE, "pkg", "ampc")
     if os.path.isdir(pkg):
         shutil.rmtree(pkg)
     os.makedirs(pkg)
@@ -301,7 +308,7 @@ def emu_package(build_lib):
         os.symlink(os.path.join(src, name), os.path.join(pkg, name))
     for so in glob.glob(os.path.join(build_lib, "ampc", "_C*.so")):
         os.symlink(so, os.path.join(pkg, os.path.basename(so)))
-    print("ampc: emulated CUDA build in", pkg, flush=True)
+    print(f"ampc: {'emulated CUDA' if EMU else 'sanitized'} build in", pkg, flush=True)
 
 
 ext = Extension(

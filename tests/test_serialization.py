@@ -195,6 +195,17 @@ def test_forged_headers_are_rejected():
         _load_bytes(head)
 
 
+def test_forged_bool_bytes_load_as_true_or_false():
+    """A bool stored as a byte other than 0/1 loads normalised: equal to True, and ~ gives False."""
+    raw = bytes([0, 1, 2, 255])
+    entry = {"dtype": "bool", "shape": [4], "offset": 0, "nbytes": 4, "crc32": zlib.crc32(raw)}
+    t = _load_bytes(_forge({"root": {"$tensor": 0}, "tensors": [entry], "data_bytes": 4}, raw))
+    assert t.tolist() == [False, True, True, True]
+    assert (t == ampc.tensor([False, True, True, True])).all().item()
+    assert (~t).tolist() == [True, False, False, False]
+    assert t.numpy().view(np.uint8).tolist() == [0, 1, 1, 1]  # the stored bytes themselves
+
+
 class _Boom:
     def __reduce__(self):
         return (os.system, ("echo pwned",))

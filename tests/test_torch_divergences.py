@@ -253,3 +253,29 @@ def test_setitem_with_a_bool_among_index_tensors():
         x[[1], True] = M.tensor([1.0, 2.0, 3.0, 4.0])
         return x
     assert_same(fn)
+
+
+def test_copy_into_an_expanded_view_is_refused_as_torch():
+    for M in (ampc, torch):
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            M.zeros(1).expand(3).copy_(M.arange(3.0))
+        x = M.zeros(1).expand(3)
+        x.fill_(2.0)  # a fill writes one value: allowed
+        x[0] = 1.0
+        assert host(x).tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("norm", ["layer_norm", "group_norm", "batch_norm"])
+def test_norms_of_a_slice_holding_inf_are_nan_as_torch(norm):
+    def fn(M):
+        x = M.arange(16, dtype=M.float32).reshape(2, 4, 2)
+        x[0, 1, 0] = float("inf")
+        F = M.nn.functional
+        if norm == "layer_norm":
+            return F.layer_norm(x, (4, 2))
+        if norm == "group_norm":
+            return F.group_norm(x, 2)
+        return F.batch_norm(x, None, None, training=True)
+    got, want = on_both(fn)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-5, atol=1e-5)

@@ -213,11 +213,6 @@ static ampc_status check_kernel_dtype(const ew_call *c, ampc_dtype compute) {
 
 /* ---- memory overlap (PyTorch's has_internal_overlap / get_overlap_status) ---- */
 
-static bool has_internal_overlap(const ampc_tensor *t) {
-    for (int i = 0; i < t->ndim; i++)
-        if (t->shape[i] > 1 && t->strides[i] == 0) return true;
-    return false;
-}
 
 /* True when the elements fill a block of memory exactly once, in some dim order. */
 static bool is_non_overlapping_and_dense(const ampc_tensor *t) {
@@ -408,11 +403,7 @@ static ampc_tensor *ew_run(const ew_call *c, ampc_tensor *out) {
                            ampc_dtype_torch_name(out_dt), ampc_dtype_torch_name(out->dtype));
             return NULL;
         }
-        if (has_internal_overlap(out)) {
-            ampc_set_error(AMPC_E_RUNTIME, "unsupported operation: more than one element of the written-to tensor refers "
-                                           "to a single memory location. Please clone() the tensor before performing the operation.");
-            return NULL;
-        }
+        if (ampc_check_writable_once(out) != AMPC_OK) return NULL;
         for (int k = 0; k < c->n_in; k++)
             if (overlap_between(out, c->in[k]) == OVERLAP_PARTIAL) {
                 ampc_set_error(AMPC_E_RUNTIME, "unsupported operation: some elements of the input tensor and the written-to "

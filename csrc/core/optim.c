@@ -22,12 +22,6 @@ static bool same_shape(const ampc_tensor *a, const ampc_tensor *b) {
     return true;
 }
 
-/* An in-place update of a tensor whose elements share memory (an expanded view) is ill-defined. */
-static bool has_internal_overlap(const ampc_tensor *t) {
-    for (int d = 0; d < t->ndim; d++)
-        if (t->shape[d] > 1 && t->strides[d] == 0) return true;
-    return false;
-}
 
 static ampc_status check_on_device(const char *op, const char *what, int i, const ampc_tensor *t, ampc_device dev) {
     if (ampc_device_eq(t->device, dev)) return AMPC_OK;
@@ -52,7 +46,7 @@ static ampc_status check_companion(const char *op, const char *what, int i, cons
                               ampc_shape_str(t->ndim, t->shape, a, sizeof a),
                               ampc_shape_str(param->ndim, param->shape, b, sizeof b));
     }
-    if (written && has_internal_overlap(t))
+    if (written && ampc_has_internal_overlap(t))
         return ampc_set_error(AMPC_E_RUNTIME,
                               "%s: unsupported operation: more than one element of %s %d refers to a single memory "
                               "location. Please clone() the tensor before performing the operation.", op, what, i);
@@ -89,7 +83,7 @@ static ampc_status check_args(const optim_layout *L, const ampc_optim_tensors *t
         if (p[i]->dtype != dt)
             return ampc_set_error(AMPC_E_TYPE, "%s: all parameters of one call must share a dtype, got %s and %s", op,
                                   ampc_dtype_name(dt), ampc_dtype_name(p[i]->dtype));
-        if (has_internal_overlap(p[i]))
+        if (ampc_has_internal_overlap(p[i]))
             return ampc_set_error(AMPC_E_RUNTIME,
                                   "%s: unsupported operation: more than one element of param %d refers to a single "
                                   "memory location. Please clone() the tensor before performing the operation.", op, i);

@@ -530,7 +530,20 @@ ampc_tensor *ampc_flatten(const ampc_tensor *t, int64_t start_dim, int64_t end_d
 
 /* ---------------------------------------------------------------- copies */
 
+bool ampc_has_internal_overlap(const ampc_tensor *t) {
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] > 1 && t->strides[d] == 0) return true;
+    return false;
+}
+
+ampc_status ampc_check_writable_once(const ampc_tensor *t) {
+    if (!ampc_has_internal_overlap(t)) return AMPC_OK;
+    return ampc_set_error(AMPC_E_RUNTIME, "unsupported operation: more than one element of the written-to tensor refers "
+                                          "to a single memory location. Please clone() the tensor before performing the operation.");
+}
+
 ampc_status ampc_copy_(ampc_tensor *dst, const ampc_tensor *src) {
+    AMPC_TRY(ampc_check_writable_once(dst)); /* torch refuses to copy into an expanded view */
     if (ampc_any_requires_grad(2, (const ampc_tensor *[]){dst, src})) return ampc_ad_copy_(dst, src);
     int nd;
     int64_t shape[AMPC_MAX_DIMS];

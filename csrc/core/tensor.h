@@ -59,6 +59,11 @@ int64_t ampc_live_tensors(void);
 /* ---- shape helpers ---- */
 int64_t ampc_numel(const ampc_tensor *t);
 bool ampc_is_contiguous(const ampc_tensor *t);
+/* Whether two elements of t share memory (an expanded view: a stride 0 over a dim of size > 1),
+ * which makes writing into t ill-defined; the check sets torch's "unsupported operation: more than
+ * one element of the written-to tensor refers to a single memory location" error. */
+bool ampc_has_internal_overlap(const ampc_tensor *t);
+ampc_status ampc_check_writable_once(const ampc_tensor *t);
 size_t ampc_nbytes(const ampc_tensor *t);                 /* numel * itemsize */
 void *ampc_data_ptr(const ampc_tensor *t);                /* storage data + offset (bytes) */
 void ampc_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);

@@ -40,11 +40,12 @@ static void moments_add(moments *m, const double *v, int64_t n) {
 
 static double moments_mean(const moments *m) { return m->n ? m->shift + m->sum / (double)m->n : NAN; }
 
-/* Biased variance (divides by n), never negative. */
+/* Biased variance (divides by n), never negative; NaN stays NaN (a row holding inf normalises to
+ * NaN, as in torch). */
 static double moments_var(const moments *m) {
     if (!m->n) return NAN;
     double v = (m->sumsq - m->sum * m->sum / (double)m->n) / (double)m->n;
-    return v > 0 ? v : 0;
+    return v < 0 ? 0 : v;
 }
 
 /* Optional per-channel parameter c of t, or dflt. */

@@ -240,6 +240,8 @@ class _Reader:
         arr = np.frombuffer(raw, dtype=_np_dtype(name), count=count).reshape(shape).copy()
         if sys.byteorder == "big":
             arr = arr.byteswap()
+        if name == "bool":  # a forged byte other than 0/1 would be a bool that is neither; torch reads it as True
+            arr = np.asarray(arr.view(np.uint8) != 0)
         t = self._place(_C.from_numpy(arr), str(e.get("device", "cpu")))
         if e.get("parameter"):
             from .nn.parameter import Parameter

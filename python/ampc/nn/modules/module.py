@@ -182,21 +182,24 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
-    def get_parameter(self, target):
-        module_path, _, param_name = target.rpartition(".")
+    def _owner_of(self, target):
+        """(submodule, attribute name) for a dotted `target` such as "layer1.0.weight", with
+        PyTorch's error when the submodule has no such attribute."""
+        module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
-        if not hasattr(mod, param_name):
-            raise AttributeError(mod._get_name() + " has no attribute `" + param_name + "`")
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        return mod, name
+
+    def get_parameter(self, target):
+        mod, param_name = self._owner_of(target)
         param = getattr(mod, param_name)
         if not isinstance(param, Parameter):
             raise AttributeError("`" + param_name + "` is not an nn.Parameter")
         return param
 
     def get_buffer(self, target):
-        module_path, _, buffer_name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, buffer_name):
-            raise AttributeError(mod._get_name() + " has no attribute `" + buffer_name + "`")
+        mod, buffer_name = self._owner_of(target)
         if buffer_name not in mod._buffers:
             raise AttributeError("`" + buffer_name + "` is not a buffer")
         return getattr(mod, buffer_name)

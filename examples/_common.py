@@ -1,6 +1,5 @@
 """Shared scaffolding of the examples: what the article leaves to the reader (`train_loader`,
-`YourModel`, the device), so each example file holds only the article's own code, and the
-article's AMP step, which the examples all run (amp_step, amp_backward).
+`YourModel`, the device), so each example file holds only the article's own code.
 
 Data: Fashion-MNIST from /usr/share/datasets/fashion-mnist (the article trains on ImageNet, which
 is not here), cut to `--limit` samples, or synthetic tensors when the files are missing or
@@ -41,27 +40,6 @@ def amp_api(device):
     else:
         from ampc.cpu.amp import GradScaler, autocast
     return autocast, GradScaler
-
-
-def amp_backward(model, optimizer, criterion, autocast, scaler, data, target):
-    """The article's AMP step up to the optimizer, as every example runs it: grads zeroed, the
-    forward pass and the loss under autocast, the backward pass of the scaled loss (basic_loop.py
-    shows these lines in place). Returns the loss."""
-    optimizer.zero_grad()
-    with autocast():
-        output = model(data)
-        loss = criterion(output, target)
-    scaler.scale(loss).backward()
-    return loss
-
-
-def amp_step(model, optimizer, criterion, autocast, scaler, data, target):
-    """The article's whole AMP training step: amp_backward, then scaler.step and scaler.update
-    (the step is skipped when the scaled grads hold inf/NaN). Returns the loss."""
-    loss = amp_backward(model, optimizer, criterion, autocast, scaler, data, target)
-    scaler.step(optimizer)
-    scaler.update()
-    return loss
 
 
 _CACHE = {}

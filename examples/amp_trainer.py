@@ -10,8 +10,6 @@ Lines that differ from the article, and why:
 - `if use_amp and torch.cuda.is_available():` -> `if use_amp:`: the article turns AMP off
   without a GPU because CUDA autocast is all it has; ampc's CPU autocast (bfloat16) makes AMP
   meaningful on a CPU too;
-- the AMP `train_step`'s body (zero_grad, forward under autocast, scaled backward, scaler.step,
-  scaler.update) is _common.amp_step, the same lines every example runs;
 - the article leaves `create_model` and `train_loader` to the reader: create_model picks an
   ampc.models network by name (--model mlp, cnn, resnet18, resnet50)."""
 
@@ -40,7 +38,15 @@ def make_factory(autocast, GradScaler, printer=print):
             printer("✓ AMP enabled")
 
             def train_step(data, target):
-                return _common.amp_step(model, optimizer, criterion, autocast, scaler, data, target)
+                optimizer.zero_grad()
+                with autocast():
+                    output = model(data)
+                    loss = criterion(output, target)
+
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                return loss
 
         else:
             printer("✗ AMP disabled")

@@ -3,8 +3,7 @@ compare them.
 
     python examples/quick_experiment.py --epochs 2
 
-The function is the article's, its loop body (zero_grad, forward under autocast, scaled backward,
-scaler.step, scaler.update) being _common.amp_step, the same lines every example runs (it relies on `torch.optim` and `torch.nn` being reachable
+The function is the article's, unchanged (it relies on `torch.optim` and `torch.nn` being reachable
 from `import ampc as torch`, as they are from `import torch`). The article's list
 `[ResNet(), EfficientNet(), DenseNet()]` names models ampc does not ship (EfficientNet, DenseNet),
 so the list here is taken from ampc.models by `--models` (linear, mlp, cnn, resnet18)."""
@@ -25,7 +24,14 @@ def quick_experiment(model_fn, data_loader, epochs=5):
 
     for epoch in range(epochs):
         for data, target in data_loader:
-            _common.amp_step(model, optimizer, criterion, autocast, scaler, data, target)
+            optimizer.zero_grad()
+            with autocast():
+                output = model(data)
+                loss = criterion(output, target)
+
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
 
     return model
 

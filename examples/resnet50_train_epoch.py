@@ -9,8 +9,6 @@ Lines that differ from the article, and why:
   downloads no weights, and the data here is Fashion-MNIST (1 channel, 10 classes), not ImageNet.
 - `.cuda()` -> `.to(device)`: `.cuda()` raises on a machine without a GPU (as in torch), and the
   example must also run on a CPU.
-- the AMP branch (zero_grad, forward under autocast, scaled backward, scaler.step,
-  scaler.update) is _common.amp_step, the same lines every example runs.
 - the loss of each batch is kept so the caller can see training progress (the article prints it)."""
 import time
 
@@ -34,10 +32,17 @@ def make_train_epoch(device, autocast, log_every=100, printer=print):
             data, target = data.to(device), target.to(device)  # article: data.cuda(), target.cuda()
 
             start_time = time.time()
+            optimizer.zero_grad()
+
             if use_amp:
-                loss = _common.amp_step(model, optimizer, criterion, autocast, scaler, data, target)
+                with autocast():
+                    output = model(data)
+                    loss = criterion(output, target)
+
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
             else:
-                optimizer.zero_grad()
                 output = model(data)
                 loss = criterion(output, target)
                 loss.backward()

@@ -4,11 +4,9 @@ gradients must be unscaled (`scaler.unscale_`) before `clip_grad_norm_` sees the
     python examples/transformer_clip.py --epochs 3 --limit 512
 
 The model is ampc.models.GPT on a synthetic next-token task (each sequence counts up by a random
-stride modulo the vocabulary, so the loss can fall far). The article's loop is unchanged but for
-its first lines (zero_grad, forward under autocast, scaled backward), which are
-_common.amp_backward, as in every example; the article leaves model, criterion, optimizer and
-train_loader to the reader: they are built in main().
-`import torch.nn.utils as nn_utils` -> `import ampc.nn.utils as nn_utils`."""
+stride modulo the vocabulary, so the loss can fall far). The article's loop is unchanged; the
+article leaves model, criterion, optimizer and train_loader to the reader: they are built in
+main(). `import torch.nn.utils as nn_utils` -> `import ampc.nn.utils as nn_utils`."""
 import ampc as torch
 import ampc.nn as nn
 import ampc.nn.utils as nn_utils
@@ -45,8 +43,14 @@ def train(model, train_loader, optimizer, criterion, autocast, GradScaler, epoch
     for epoch in range(epochs):
         for batch_idx, (data, target) in enumerate(train_loader):
             target = target.flatten()  # (B*T,) to match the (B*T, vocab) output
-            # --- the article's loop from here (zero_grad, forward under autocast, scaled backward)
-            loss = _common.amp_backward(model, optimizer, criterion, autocast, scaler, data, target)
+            # --- the article's loop from here
+            optimizer.zero_grad()
+
+            with autocast():
+                output = model(data)
+                loss = criterion(output, target)
+
+            scaler.scale(loss).backward()
 
             # Важно: unscale перед clipping
             scaler.unscale_(optimizer)

@@ -5,6 +5,7 @@ test-backend-ops: one helper, every op, every backend).
   making tensors    random_array, tensor, make, on, dev_copy, from_torch, copy_torch_weights
   reading tensors   host (float64 copy), host_exact (ints and bools kept exact), numpy_copy, bits
   comparing         check_close, close, close_max_scaled, assert_allclose
+  errors            raises_each (a table of calls and the exceptions they raise)
   mixed precision   assert_step_and_update_make_no_host_reads
   CPU against CUDA  run_on_cpu_and_cuda + check_runs, seeded_on_cpu_and_cuda, deferred_index_error
   ampc against torch  check_op (one call: forward values, dtypes and gradients), ampc_and_torch
@@ -200,6 +201,29 @@ def assert_allclose(got, want, rtol, atol, what=""):
     g, w = _native(got), _native(want)
     assert g.shape == w.shape, (what, g.shape, w.shape)
     np.testing.assert_allclose(g, w, atol=atol, rtol=rtol, err_msg=what)
+
+
+# ---------------------------------------------------------------- errors
+
+
+def raises_each(*cases):
+    """Each case, one line of a table, is (exception type, regex its message must match or None,
+    a function of no arguments that must raise it); a failing case is named in the report."""
+    import inspect
+
+    import pytest
+
+    for exc, match, call in cases:
+        try:
+            with pytest.raises(exc, match=match):
+                call()
+        except BaseException as e:
+            try:
+                where = inspect.getsource(call).strip()
+            except (OSError, TypeError):
+                where = repr(call)
+            e.add_note(f"raises_each case: {exc.__name__}, {match!r}: {where}")
+            raise
 
 
 # ---------------------------------------------------------------- mixed precision

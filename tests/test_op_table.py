@@ -7,7 +7,9 @@ A row that lacks one fails a test named for what is missing, with the op in the 
   NONE in ops.def if it is composed of other ops);
 - test_cases_run_every_kernel: the case must reach the row's kernel (internal kernels through the
   public op that uses them, backward kernels with backward=True);
-- test_gradient_rows_record_their_node: a GRAD("Node") row's case must produce that grad_fn.
+- test_gradient_rows_record_their_node: a GRAD("Node") row's case must produce that grad_fn;
+- test_elementwise_rows_run_in_every_dtype: an elementwise row's DTYPES (the loops both backends
+  generate) must hold every dtype its dtype rule accepts.
 Values are checked against torch (the oracle) where it is importable.
 """
 import numpy as np
@@ -28,11 +30,16 @@ def arr(shape=(3, 4), low=-2.0, high=2.0, seed=0):
     return np.random.default_rng(seed).uniform(low, high, shape).astype(np.float32)
 
 
+# The dtype of the cases' T() tensors while test_elementwise_rows_run_in_every_dtype runs (else float32).
+_case_dtype = [None]
+
+
 def T(M, dev, shape=(3, 4), low=-2.0, high=2.0, seed=0, grad=False, dtype=None):
     t = M.tensor(arr(shape, low, high, seed), device=dev)
+    dtype = _case_dtype[0] if dtype is None else dtype
     if dtype is not None:
         t = t.to(dtype=dtype)
-    return t.requires_grad_() if grad else t
+    return t.requires_grad_() if grad and t.dtype.is_floating_point else t
 
 
 def I(M, dev, values):
@@ -243,8 +250,13 @@ def devices():
         yield "cuda"
 
 
+def case_of(name):
+    assert name in CASES, "ops.def row %s has no case in tests/test_op_table.py CASES" % name
+    return CASES[name]
+
+
 def run_case(name, dev):
-    fn, backward = CASES[name]
+    fn, backward = case_of(name)
     out = fn(ampc, dev)
     first = out[0] if isinstance(out, (tuple, list)) else out
     if backward:
@@ -294,9 +306,45 @@ def test_cases_run_every_kernel(dev):
     assert ampc._C._dispatch_counts() != before
 
 
+ELEMENTWISE_ROWS = sorted(n for n, r in TABLE.items() if r["schema"] == "elementwise")
+
+
+@pytest.mark.parametrize("dev", list(devices()))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64", "int64", "int32", "uint8", "bool"])
+def test_elementwise_rows_run_in_every_dtype(dev, dtype):
+    """Both backends' loops of an elementwise row are generated from its DTYPES column in ops.def: a
+    dtype the row's dtype rule accepts but DTYPES lacks fails here, naming the row. Every row's case
+    runs in every floating dtype; an integer or bool dtype may be refused by the row's dtype rule (as
+    torch refuses it) or need no kernel (floor of an int64), but never meet a missing loop."""
+    floating = dtype in ("float16", "bfloat16", "float64")
+    failures = []
+    _case_dtype[0] = getattr(ampc, dtype)
+    try:
+        for name in ELEMENTWISE_ROWS:
+            if name not in CASES:
+                continue  # test_every_row_has_a_case names it
+            fn, backward = CASES[name]
+            start = ampc._C._dispatch_counts().get((dev, name), 0)
+            try:
+                out = fn(ampc, dev)
+                first = out[0] if isinstance(out, (tuple, list)) else out
+                if backward and first.requires_grad:
+                    first.float().sum().backward()
+            except Exception as e:
+                if floating or "backend has no" in str(e):
+                    failures.append("%s: %s: %s" % (name, type(e).__name__, e))
+                continue
+            if floating and ampc._C._dispatch_counts().get((dev, name), 0) == start:
+                failures.append("%s: its case never ran its %s kernel" % (name, dev))
+    finally:
+        _case_dtype[0] = None
+    assert not failures, ("cases of tests/test_op_table.py that fail on %s in %s (does the row's DTYPES column in "
+                          "ops.def hold %s?):\n  %s" % (dev, dtype, dtype, "\n  ".join(failures)))
+
+
 @pytest.mark.parametrize("name", sorted(n for n, r in TABLE.items() if r["grad"] == "rule"))
 def test_gradient_rows_record_their_node(name):
-    fn, backward = CASES[name]
+    fn, backward = case_of(name)
     assert backward, "%s is differentiable (GRAD in ops.def): its case must run backward" % name
     out = fn(ampc, "cpu")
     first = out[0] if isinstance(out, (tuple, list)) else out
@@ -307,7 +355,7 @@ def test_gradient_rows_record_their_node(name):
 
 @pytest.mark.parametrize("name", sorted(n for n, r in TABLE.items() if r["grad"] == "composed"))
 def test_composed_rows_are_differentiable(name):
-    fn, backward = CASES[name]
+    fn, backward = case_of(name)
     assert backward, "%s is differentiable (GRAD_COMPOSED in ops.def): its case must run backward" % name
     run_case(name, "cpu")
 
@@ -316,7 +364,7 @@ def test_composed_rows_are_differentiable(name):
 @pytest.mark.parametrize("name", sorted(n for n, r in TABLE.items() if not n.startswith("_") and r["grad"] != "internal"
                                         and n not in ("uniform_", "normal_", "random_", "bernoulli_", "dropout")))
 def test_case_values_match_torch(name):
-    fn, backward = CASES[name]
+    fn, backward = case_of(name)
     got = fn(ampc, "cpu")
     want = fn(torch, "cpu")
     got = got[0] if isinstance(got, (tuple, list)) else got

@@ -151,6 +151,22 @@ static ampc_node *node_alloc(int n_in, int n_out, int n_saved) {
     return n;
 }
 
+/* What a node keeps of its input i and its output k: their metadata, enough to shape, cast and
+ * place a gradient without holding the tensors. */
+static void node_keep_input(ampc_node *n, int i, const ampc_tensor *t) {
+    n->in_ndim[i] = t->ndim;
+    memcpy(n->in_shape[i], t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    n->in_dtype[i] = t->dtype;
+    n->in_device[i] = t->device;
+}
+
+static void node_keep_output(ampc_node *n, int k, const ampc_tensor *t) {
+    n->out_ndim[k] = t->ndim;
+    memcpy(n->out_shape[k], t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    n->out_dtype[k] = t->dtype;
+    n->out_device[k] = t->device;
+}
+
 void ampc_node_incref(ampc_node *n) {
     if (n) n->refcount++;
 }
@@ -223,10 +239,7 @@ static ampc_node *grad_accumulator(ampc_tensor *t) {
     if (!acc) return NULL;
     acc->rule = &accumulate_grad_rule;
     acc->sequence_nr = UINT64_MAX; /* accumulate as soon as ready: frees the grad early */
-    acc->out_ndim[0] = t->ndim;
-    memcpy(acc->out_shape[0], t->shape, sizeof(int64_t) * (size_t)t->ndim);
-    acc->out_dtype[0] = t->dtype;
-    acc->out_device[0] = t->device;
+    node_keep_output(acc, 0, t);
     ampc_tensor_incref(t);
     acc->variable = t;
     m->grad_accumulator = acc;
@@ -278,10 +291,7 @@ static ampc_node *build_node(const ampc_grad_rule *rule, int n_inputs, const amp
     for (int i = 0; i < n_inputs; i++) {
         const ampc_tensor *t = inputs[i];
         if (!t) continue;
-        n->in_ndim[i] = t->ndim;
-        memcpy(n->in_shape[i], t->shape, sizeof(int64_t) * (size_t)t->ndim);
-        n->in_dtype[i] = t->dtype;
-        n->in_device[i] = t->device;
+        node_keep_input(n, i, t);
         if (t->requires_grad) {
             n->next[i] = ampc_gradient_edge((ampc_tensor *)t);
             if (!n->next[i].node) goto fail;
@@ -309,10 +319,7 @@ static ampc_node *build_node(const ampc_grad_rule *rule, int n_inputs, const amp
     for (int k = 0; k < n_outputs; k++) {
         ampc_tensor *t = outputs[k];
         if (!t) continue;
-        n->out_ndim[k] = t->ndim;
-        memcpy(n->out_shape[k], t->shape, sizeof(int64_t) * (size_t)t->ndim);
-        n->out_dtype[k] = t->dtype;
-        n->out_device[k] = t->device;
+        node_keep_output(n, k, t);
     }
     return n;
 fail:
@@ -467,10 +474,7 @@ static ampc_node *record_on_view(const ampc_grad_rule *rule, int n_inputs, const
     for (int j = 0; j < n_inputs; j++) {
         const ampc_tensor *t = j == 0 ? base : inputs[j];
         if (!t) continue;
-        c->in_ndim[j] = t->ndim;
-        memcpy(c->in_shape[j], t->shape, sizeof(int64_t) * (size_t)t->ndim);
-        c->in_dtype[j] = t->dtype;
-        c->in_device[j] = t->device;
+        node_keep_input(c, j, t);
         if (j > 0) { /* the op's own edges move over */
             c->next[j] = fn->next[j];
             c->needs_input_grad[j] = fn->needs_input_grad[j];
@@ -483,25 +487,16 @@ static ampc_node *record_on_view(const ampc_grad_rule *rule, int n_inputs, const
         c->next[0] = ampc_gradient_edge(base);
         c->needs_input_grad[0] = true;
     }
-    c->out_ndim[0] = base->ndim;
-    memcpy(c->out_shape[0], base->shape, sizeof(int64_t) * (size_t)base->ndim);
-    c->out_dtype[0] = base->dtype;
-    c->out_device[0] = base->device;
+    node_keep_output(c, 0, base);
     attach(c, base, 0);
     ampc_node_decref(c);
     /* v reads its gradient out of base's */
     vn->rule = &as_strided_rule;
     vn->ctx = cs; /* borrowed: vn holds c, which owns cs */
-    vn->in_ndim[0] = base->ndim;
-    memcpy(vn->in_shape[0], base->shape, sizeof(int64_t) * (size_t)base->ndim);
-    vn->in_dtype[0] = base->dtype;
-    vn->in_device[0] = base->device;
+    node_keep_input(vn, 0, base);
     vn->next[0] = ampc_gradient_edge(base);
     vn->needs_input_grad[0] = true;
-    vn->out_ndim[0] = v->ndim;
-    memcpy(vn->out_shape[0], v->shape, sizeof(int64_t) * (size_t)v->ndim);
-    vn->out_dtype[0] = v->dtype;
-    vn->out_device[0] = v->device;
+    node_keep_output(vn, 0, v);
     attach(vn, v, 0);
     ampc_node_decref(vn);
     return fn;

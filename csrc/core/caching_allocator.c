@@ -288,26 +288,28 @@ void ampc_ca_destroy(ampc_caching_allocator *ca) {
     free(ca);
 }
 
+/* `b` takes over the bytes of its right neighbour in the segment (in no pool), whose struct is
+ * freed. */
+static void absorb_next(ca_block *b) {
+    ca_block *next = b->next;
+    b->size += next->size;
+    b->next = next->next;
+    if (next->next) next->next->prev = b;
+    free(next);
+}
+
 /* Puts a block that is no longer allocated back into its pool, merged with its free neighbours
  * (same segment, so same stream and pool). */
 static void insert_free(ampc_caching_allocator *ca, ca_block *b) {
     ca_pool *pool = pool_of(ca, b);
-    ca_block *prev = b->prev;
-    if (prev && !prev->allocated) {
-        pool_remove(pool, prev);
-        prev->size += b->size;
-        prev->next = b->next;
-        if (b->next) b->next->prev = prev;
-        free(b);
-        b = prev;
+    if (b->prev && !b->prev->allocated) {
+        b = b->prev;
+        pool_remove(pool, b);
+        absorb_next(b);
     }
-    ca_block *next = b->next;
-    if (next && !next->allocated) {
-        pool_remove(pool, next);
-        b->size += next->size;
-        b->next = next->next;
-        if (next->next) next->next->prev = b;
-        free(next);
+    if (b->next && !b->next->allocated) {
+        pool_remove(pool, b->next);
+        absorb_next(b);
     }
     if (!pool_insert(pool, b)) {
         /* No host memory to cache it: hand a whole segment back; part of one stays unused
@@ -355,12 +357,7 @@ void *ampc_ca_alloc(ampc_caching_allocator *ca, size_t nbytes, void *stream) {
             if (b->next) b->next->prev = r;
             b->next = r;
             b->size = size;
-            if (!pool_insert(pool, r)) { /* undo: merge back */
-                b->next = r->next;
-                if (r->next) r->next->prev = b;
-                b->size += rest;
-                free(r);
-            }
+            if (!pool_insert(pool, r)) absorb_next(b); /* undo: merge back */
         }
     }
 

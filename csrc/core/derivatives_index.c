@@ -215,24 +215,24 @@ static const ampc_grad_rule cat_rule = {"CatBackward0", cat_backward}, stack_rul
                             split_rule = {"SplitBackward0", split_backward},
                             unbind_rule = {"UnbindBackward0", split_backward};
 
-ampc_status ampc_ad_record_cat(int n, const ampc_tensor *const *ts, int64_t dim, ampc_tensor *out) {
+/* cat and stack: n inputs joined along `dim` (wrapped against out's rank) into one output. */
+static ampc_status record_joined(const ampc_grad_rule *rule, const char *op, int n, const ampc_tensor *const *ts,
+                                 int64_t dim, ampc_tensor *out) {
     if (!ampc_dtype_is_floating(out->dtype)) return AMPC_OK;
     int d;
-    AMPC_TRY(ampc_wrap_dim("cat", dim, out->ndim, &d));
+    AMPC_TRY(ampc_wrap_dim(op, dim, out->ndim, &d));
     ampc_node_attrs at = {0};
     at.ints[0] = d;
     at.n_ints = 1;
-    return ampc_autograd_record(&cat_rule, n, ts, 1, &out, 0, NULL, &at) ? AMPC_OK : ampc_last_status();
+    return ampc_autograd_record(rule, n, ts, 1, &out, 0, NULL, &at) ? AMPC_OK : ampc_last_status();
+}
+
+ampc_status ampc_ad_record_cat(int n, const ampc_tensor *const *ts, int64_t dim, ampc_tensor *out) {
+    return record_joined(&cat_rule, "cat", n, ts, dim, out);
 }
 
 ampc_status ampc_ad_record_stack(int n, const ampc_tensor *const *ts, int64_t dim, ampc_tensor *out) {
-    if (!ampc_dtype_is_floating(out->dtype)) return AMPC_OK;
-    int d;
-    AMPC_TRY(ampc_wrap_dim("stack", dim, out->ndim, &d));
-    ampc_node_attrs at = {0};
-    at.ints[0] = d;
-    at.n_ints = 1;
-    return ampc_autograd_record(&stack_rule, n, ts, 1, &out, 0, NULL, &at) ? AMPC_OK : ampc_last_status();
+    return record_joined(&stack_rule, "stack", n, ts, dim, out);
 }
 
 ampc_status ampc_ad_record_split(const ampc_tensor *a, int64_t dim, bool unbind, int64_t n, ampc_tensor *const *outs) {

@@ -180,11 +180,25 @@ static ampc_tensor *recorded_view(ampc_tensor *out, ampc_ad_view_kind kind, cons
     return ad_recorded(out, out ? ampc_ad_record_view(kind, a, out, n_ints, ints) : AMPC_OK);
 }
 
-ampc_tensor *ampc_ad_view(const ampc_tensor *t, int ndim, const int64_t *shape) {
-    ampc_tensor *out;
-    AD_PAUSED(out, ampc_view(t, ndim, shape));
-    return recorded_view(out, AMPC_AD_VIEW, t, 0, NULL);
-}
+/* The views whose node keeps only what the call passed, one row each: ampc_ad_<name>(params)
+ * runs ampc_<name>(args) with grad mode paused and records it as `kind` with the `n_ints` ints
+ * the backward rule reads. */
+#define PLAIN_VIEWS(X)                                                                                               \
+    X(view, (const ampc_tensor *t, int ndim, const int64_t *shape), (t, ndim, shape), AMPC_AD_VIEW, 0, NULL)         \
+    X(permute, (const ampc_tensor *t, int ndim, const int64_t *dims), (t, ndim, dims), AMPC_AD_PERMUTE, ndim, dims)  \
+    X(unsqueeze, (const ampc_tensor *t, int64_t dim), (t, dim), AMPC_AD_UNSQUEEZE, 0, NULL)                          \
+    X(squeeze, (const ampc_tensor *t, int ndims, const int64_t *dims), (t, ndims, dims), AMPC_AD_SQUEEZE, 0, NULL)   \
+    X(expand, (const ampc_tensor *t, int ndim, const int64_t *shape), (t, ndim, shape), AMPC_AD_EXPAND, 0, NULL)     \
+    X(alias, (const ampc_tensor *t), (t), AMPC_AD_ALIAS, 0, NULL)
+
+#define PLAIN_VIEW(name, params, args, kind, n_ints, ints) \
+    ampc_tensor *ampc_ad_##name params {                   \
+        ampc_tensor *out;                                  \
+        AD_PAUSED(out, ampc_##name args);                  \
+        return recorded_view(out, kind, t, n_ints, ints);  \
+    }
+PLAIN_VIEWS(PLAIN_VIEW)
+#undef PLAIN_VIEW
 
 ampc_tensor *ampc_ad_reshape(const ampc_tensor *t, int ndim, const int64_t *shape) {
     ampc_tensor *out;
@@ -193,35 +207,11 @@ ampc_tensor *ampc_ad_reshape(const ampc_tensor *t, int ndim, const int64_t *shap
     return recorded_view(out, out && out->view_base ? AMPC_AD_VIEW : AMPC_AD_RESHAPE_COPY, t, 0, NULL);
 }
 
-ampc_tensor *ampc_ad_permute(const ampc_tensor *t, int ndim, const int64_t *dims) {
-    ampc_tensor *out;
-    AD_PAUSED(out, ampc_permute(t, ndim, dims));
-    return recorded_view(out, AMPC_AD_PERMUTE, t, ndim, dims);
-}
-
 ampc_tensor *ampc_ad_transpose(const ampc_tensor *t, int64_t dim0, int64_t dim1) {
     ampc_tensor *out;
     AD_PAUSED(out, ampc_transpose(t, dim0, dim1));
     int64_t dims[2] = {dim0, dim1};
     return recorded_view(out, AMPC_AD_TRANSPOSE, t, 2, dims);
-}
-
-ampc_tensor *ampc_ad_unsqueeze(const ampc_tensor *t, int64_t dim) {
-    ampc_tensor *out;
-    AD_PAUSED(out, ampc_unsqueeze(t, dim));
-    return recorded_view(out, AMPC_AD_UNSQUEEZE, t, 0, NULL);
-}
-
-ampc_tensor *ampc_ad_squeeze(const ampc_tensor *t, int ndims, const int64_t *dims) {
-    ampc_tensor *out;
-    AD_PAUSED(out, ampc_squeeze(t, ndims, dims));
-    return recorded_view(out, AMPC_AD_SQUEEZE, t, 0, NULL);
-}
-
-ampc_tensor *ampc_ad_expand(const ampc_tensor *t, int ndim, const int64_t *shape) {
-    ampc_tensor *out;
-    AD_PAUSED(out, ampc_expand(t, ndim, shape));
-    return recorded_view(out, AMPC_AD_EXPAND, t, 0, NULL);
 }
 
 ampc_tensor *ampc_ad_slice(const ampc_tensor *t, int64_t dim, int64_t start, int64_t stop, int64_t step) {
@@ -244,12 +234,6 @@ ampc_tensor *ampc_ad_select(const ampc_tensor *t, int64_t dim, int64_t index) {
     int d = (int)(dim < 0 ? dim + t->ndim : dim);
     int64_t ints[2] = {d, index < 0 ? index + t->shape[d] : index};
     return recorded_view(out, AMPC_AD_SELECT, t, 2, ints);
-}
-
-ampc_tensor *ampc_ad_alias(const ampc_tensor *t) {
-    ampc_tensor *out;
-    AD_PAUSED(out, ampc_alias(t));
-    return recorded_view(out, AMPC_AD_ALIAS, t, 0, NULL);
 }
 
 ampc_tensor *ampc_ad_to(const ampc_tensor *t, ampc_dtype dtype, ampc_device device, bool copy) {

@@ -365,13 +365,43 @@ AMPC_EW_COMPARISONS(bool, b8)
  * backends use these functions so a scalar reads the same on every device. Host-only (plain
  * static inline, not AMPC_HD): they take ampc_scalar. Names start with ampc_ew_. */
 
+/* `v` as torch's Scalar.to<int64_t>() reads it, `f` being its value as a double: a float
+ * scalar outside int64's range becomes 0. */
+static inline int64_t ampc_ew_scalar_int64(ampc_scalar v, double f) {
+    return v.kind == AMPC_SCALAR_FLOAT ? (f >= -9.2e18 && f <= 9.2e18 ? (int64_t)f : 0) : ampc_scalar_to_int(v);
+}
+
+/* The two below for the integer and bool dtypes, where the opmath type is the element type:
+ * `v` (`f` and `i` as above) modulo the width of `dt`, written to dst; nothing for a floating `dt`. */
+static inline void ampc_ew_scalar_as_integer(ampc_dtype dt, ampc_scalar v, double f, int64_t i, unsigned char *dst) {
+    switch (dt) {
+    case AMPC_INT64: memcpy(dst, &i, sizeof i); break;
+    case AMPC_INT32: {
+        int32_t x = (int32_t)(uint32_t)(uint64_t)i;
+        memcpy(dst, &x, sizeof x);
+        break;
+    }
+    case AMPC_UINT8: {
+        uint8_t x = (uint8_t)(uint64_t)i;
+        memcpy(dst, &x, sizeof x);
+        break;
+    }
+    case AMPC_BOOL: {
+        bool x = v.kind == AMPC_SCALAR_FLOAT ? f != 0 : i != 0;
+        memcpy(dst, &x, sizeof x);
+        break;
+    }
+    default: break;
+    }
+}
+
 /* `v` in the opmath type of `dt` (float for float32/float16/bfloat16, double for float64, the
  * type itself otherwise), written to dst[0..8). Integer dtypes take integers modulo their width,
  * as torch's Scalar.to<T>() does; a float scalar outside int64's range becomes 0. */
 static inline void ampc_ew_scalar_as_opmath(ampc_dtype dt, ampc_scalar v, unsigned char *dst) {
     bool is_float = v.kind == AMPC_SCALAR_FLOAT;
     double f = ampc_scalar_to_double(v);
-    int64_t i = is_float ? (f >= -9.2e18 && f <= 9.2e18 ? (int64_t)f : 0) : ampc_scalar_to_int(v);
+    int64_t i = ampc_ew_scalar_int64(v, f);
     switch (dt) {
     case AMPC_FLOAT32:
     case AMPC_FLOAT16:
@@ -385,23 +415,7 @@ static inline void ampc_ew_scalar_as_opmath(ampc_dtype dt, ampc_scalar v, unsign
         memcpy(dst, &x, sizeof x);
         break;
     }
-    case AMPC_INT64: memcpy(dst, &i, sizeof i); break;
-    case AMPC_INT32: {
-        int32_t x = (int32_t)(uint32_t)(uint64_t)i;
-        memcpy(dst, &x, sizeof x);
-        break;
-    }
-    case AMPC_UINT8: {
-        uint8_t x = (uint8_t)(uint64_t)i;
-        memcpy(dst, &x, sizeof x);
-        break;
-    }
-    case AMPC_BOOL: {
-        bool x = is_float ? f != 0 : i != 0;
-        memcpy(dst, &x, sizeof x);
-        break;
-    }
-    default: break;
+    default: ampc_ew_scalar_as_integer(dt, v, f, i, dst); break;
     }
 }
 
@@ -409,7 +423,7 @@ static inline void ampc_ew_scalar_as_opmath(ampc_dtype dt, ampc_scalar v, unsign
  * dst[0..itemsize): the scalar branches of where. */
 static inline void ampc_ew_scalar_as_element(ampc_dtype dt, ampc_scalar v, unsigned char *dst) {
     double f = ampc_scalar_to_double(v);
-    int64_t i = v.kind == AMPC_SCALAR_FLOAT ? (f >= -9.2e18 && f <= 9.2e18 ? (int64_t)f : 0) : ampc_scalar_to_int(v);
+    int64_t i = ampc_ew_scalar_int64(v, f);
     double x = v.kind == AMPC_SCALAR_FLOAT ? f : (double)i;
     switch (dt) {
     case AMPC_FLOAT32: {
@@ -428,22 +442,7 @@ static inline void ampc_ew_scalar_as_element(ampc_dtype dt, ampc_scalar v, unsig
         break;
     }
     case AMPC_FLOAT64: memcpy(dst, &x, sizeof x); break;
-    case AMPC_INT64: memcpy(dst, &i, sizeof i); break;
-    case AMPC_INT32: {
-        int32_t e = (int32_t)(uint32_t)(uint64_t)i;
-        memcpy(dst, &e, sizeof e);
-        break;
-    }
-    case AMPC_UINT8: {
-        uint8_t e = (uint8_t)(uint64_t)i;
-        memcpy(dst, &e, sizeof e);
-        break;
-    }
-    default: {
-        bool e = v.kind == AMPC_SCALAR_FLOAT ? (f != 0) : (i != 0);
-        memcpy(dst, &e, sizeof e);
-        break;
-    }
+    default: ampc_ew_scalar_as_integer(dt, v, f, i, dst); break;
     }
 }
 

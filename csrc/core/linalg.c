@@ -95,6 +95,18 @@ static ampc_tensor *reshape_result(ampc_tensor *c, int ndim, const int64_t *shap
     return r;
 }
 
+/* a @ b by one GEMM with its 1-D operands as matrices, a as the row (1, k) and b as the column
+ * (k, 1), the result a fresh tensor of shape (ndim, shape): dot, mv and matmul's (k) @ (k, m). */
+static ampc_tensor *gemm_vectors(const char *op, const ampc_tensor *a, const ampc_tensor *b, int ndim,
+                                 const int64_t *shape) {
+    ampc_tensor *a2 = a->ndim == 1 ? ampc_unsqueeze(a, 0) : ampc_alias(a);
+    ampc_tensor *b2 = b->ndim == 1 ? ampc_unsqueeze(b, 1) : ampc_alias(b);
+    ampc_tensor *c = a2 && b2 ? run_gemm(op, a2, b2, NULL, 0.0, 1.0) : NULL;
+    ampc_tensor_decref(a2);
+    ampc_tensor_decref(b2);
+    return reshape_result(c, ndim, shape);
+}
+
 /* Autograd: a frontend computes with grad mode paused, so the views and inner ops it uses
  * record nothing, then records its one node when an input requires grad. */
 typedef struct grad_scope {
@@ -225,11 +237,7 @@ ampc_tensor *ampc_dot(const ampc_tensor *a, const ampc_tensor *b) {
         return NULL;
     }
     grad_scope g = grad_begin(2, (const ampc_tensor *[]){a, b});
-    ampc_tensor *row = ampc_unsqueeze(a, 0), *col = ampc_unsqueeze(b, 1); /* (1, k) @ (k, 1) */
-    ampc_tensor *c = row && col ? run_gemm("dot", row, col, NULL, 0.0, 1.0) : NULL;
-    ampc_tensor_decref(row);
-    ampc_tensor_decref(col);
-    ampc_tensor *out = reshape_result(c, 0, NULL);
+    ampc_tensor *out = gemm_vectors("dot", a, b, 0, NULL); /* (1, k) @ (k, 1) */
     GRAD_END(g, out, ampc_ad_record_matmul(a, b, out)); /* picks DotBackward0 */
     return out;
 }
@@ -248,10 +256,7 @@ ampc_tensor *ampc_mv(const ampc_tensor *a, const ampc_tensor *v) {
         return NULL;
     }
     grad_scope g = grad_begin(2, (const ampc_tensor *[]){a, v});
-    ampc_tensor *col = ampc_unsqueeze(v, 1); /* (n, k) @ (k, 1) */
-    ampc_tensor *c = col ? run_gemm("mv", a, col, NULL, 0.0, 1.0) : NULL;
-    ampc_tensor_decref(col);
-    ampc_tensor *out = reshape_result(c, 1, a->shape);
+    ampc_tensor *out = gemm_vectors("mv", a, v, 1, a->shape); /* (n, k) @ (k, 1) */
     GRAD_END(g, out, ampc_ad_record_matmul(a, v, out)); /* picks MvBackward0 */
     return out;
 }
@@ -284,10 +289,7 @@ static ampc_tensor *matmul_impl(const ampc_tensor *a, const ampc_tensor *b) {
             mm_shape_error("matmul", 1, k, k2, b->shape[1]);
             return NULL;
         }
-        ampc_tensor *row = ampc_unsqueeze(a, 0);
-        ampc_tensor *c = row ? run_gemm("matmul", row, b, NULL, 0.0, 1.0) : NULL;
-        ampc_tensor_decref(row);
-        return reshape_result(c, 1, &b->shape[1]);
+        return gemm_vectors("matmul", a, b, 1, &b->shape[1]);
     }
     if (da >= 3 && db <= 2) { /* PyTorch folds these into one mm / mv, and so do its errors */
         int64_t rows = 1;

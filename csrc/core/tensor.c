@@ -211,6 +211,8 @@ ampc_tensor *ampc_alias(const ampc_tensor *t) {
 
 /* Fills in a single -1 of a requested shape from numel, or fails like PyTorch. */
 static ampc_status infer_shape(const char *op, int64_t numel, int ndim, const int64_t *req, int64_t *out) {
+    if (ndim > AMPC_MAX_DIMS)
+        return ampc_set_error(AMPC_E_VALUE, "%s: ampc tensors have at most %d dims, got %d", op, AMPC_MAX_DIMS, ndim);
     int infer = -1;
     int64_t known = 1;
     for (int i = 0; i < ndim; i++) {
@@ -271,10 +273,6 @@ static bool view_strides(const ampc_tensor *t, int ndim, const int64_t *shape, i
 ampc_tensor *ampc_view(const ampc_tensor *t, int ndim, const int64_t *shape) {
     if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_view(t, ndim, shape);
     int64_t real[AMPC_MAX_DIMS], strides[AMPC_MAX_DIMS];
-    if (ndim > AMPC_MAX_DIMS) {
-        ampc_set_error(AMPC_E_VALUE, "view: ampc tensors have at most %d dims, got %d", AMPC_MAX_DIMS, ndim);
-        return NULL;
-    }
     if (infer_shape("view", ampc_numel(t), ndim, shape, real) != AMPC_OK) return NULL;
     if (!view_strides(t, ndim, real, strides)) {
         ampc_set_error(AMPC_E_RUNTIME,
@@ -288,10 +286,6 @@ ampc_tensor *ampc_view(const ampc_tensor *t, int ndim, const int64_t *shape) {
 ampc_tensor *ampc_reshape(const ampc_tensor *t, int ndim, const int64_t *shape) {
     if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_reshape(t, ndim, shape);
     int64_t real[AMPC_MAX_DIMS], strides[AMPC_MAX_DIMS];
-    if (ndim > AMPC_MAX_DIMS) {
-        ampc_set_error(AMPC_E_VALUE, "reshape: ampc tensors have at most %d dims, got %d", AMPC_MAX_DIMS, ndim);
-        return NULL;
-    }
     if (infer_shape("reshape", ampc_numel(t), ndim, shape, real) != AMPC_OK) return NULL;
     if (view_strides(t, ndim, real, strides)) return ampc_as_strided(t, ndim, real, strides, t->offset);
     ampc_tensor *c = ampc_contiguous(t);
@@ -463,13 +457,15 @@ ampc_tensor *ampc_slice(const ampc_tensor *t, int64_t dim, int64_t start, int64_
     return ampc_as_strided(t, t->ndim, shape, strides, t->offset + start * t->strides[d]);
 }
 
+/* The dim narrow and select take, which a 0-dim tensor lacks (PyTorch raises `code` for it). */
+static ampc_status wrap_dim_not_0d(const char *op, ampc_status code, const ampc_tensor *t, int64_t dim, int *d) {
+    if (t->ndim == 0) return ampc_set_error(code, "%s() cannot be applied to a 0-dim tensor.", op);
+    return ampc_wrap_dim(op, dim, t->ndim, d);
+}
+
 ampc_tensor *ampc_narrow(const ampc_tensor *t, int64_t dim, int64_t start, int64_t length) {
     int d;
-    if (t->ndim == 0) {
-        ampc_set_error(AMPC_E_RUNTIME, "narrow() cannot be applied to a 0-dim tensor.");
-        return NULL;
-    }
-    if (ampc_wrap_dim("narrow", dim, t->ndim, &d) != AMPC_OK) return NULL;
+    if (wrap_dim_not_0d("narrow", AMPC_E_RUNTIME, t, dim, &d) != AMPC_OK) return NULL;
     int64_t n = t->shape[d];
     if (start < 0) start += n;
     if (start < 0 || start > n || length < 0 || start + length > n) {
@@ -483,11 +479,7 @@ ampc_tensor *ampc_narrow(const ampc_tensor *t, int64_t dim, int64_t start, int64
 ampc_tensor *ampc_select(const ampc_tensor *t, int64_t dim, int64_t index) {
     if (ampc_any_requires_grad(1, (const ampc_tensor *[]){t})) return ampc_ad_select(t, dim, index);
     int d;
-    if (t->ndim == 0) {
-        ampc_set_error(AMPC_E_INDEX, "select() cannot be applied to a 0-dim tensor.");
-        return NULL;
-    }
-    if (ampc_wrap_dim("select", dim, t->ndim, &d) != AMPC_OK) return NULL;
+    if (wrap_dim_not_0d("select", AMPC_E_INDEX, t, dim, &d) != AMPC_OK) return NULL;
     int64_t n = t->shape[d];
     if (index < -n || index >= n) {
         ampc_set_error(AMPC_E_INDEX, "index %lld is out of bounds for dimension %d with size %lld",

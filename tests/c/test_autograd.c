@@ -58,6 +58,11 @@ static void end(void) {
 
 static bool error_has(const char *text) { return strstr(ampc_last_error(), text) != NULL; }
 
+/* root.backward(retain_graph=retain): one root, its implicit gradient, into every leaf. */
+static ampc_status backward(ampc_tensor *root, bool retain) {
+    return ampc_backward(1, &root, NULL, retain, false, 0, NULL, NULL, false);
+}
+
 /* ------------------------------------------------------------------ tests */
 
 CTEST(autograd_grad_mode) {
@@ -91,14 +96,14 @@ CTEST(autograd_simple_chain) {
     ampc_tensor *s = bin(AMPC_OP_ADD, ab, a);
     ampc_tensor *y = sum_all(s);
     CHECK(y && y->grad_fn && !strcmp(ampc_node_name(y->grad_fn), "SumBackward0"));
-    CHECK(ampc_backward(1, &y, NULL, false, false, 0, NULL, NULL, false) == AMPC_OK);
+    CHECK(backward(y, false) == AMPC_OK);
     for (int i = 0; i < 3; i++) {
         CHECK_CLOSE(at(a->grad, i), vb[i] + 1, 1e-12); /* d(ab + a)/da = b + 1 */
         CHECK_CLOSE(at(b->grad, i), va[i], 1e-12);     /* d/db = a */
     }
     CHECK(a->grad->dtype == AMPC_FLOAT64 && !a->grad->requires_grad && !a->grad->grad_fn);
     /* the graph was freed of its saved tensors: a second pass fails with PyTorch's text */
-    CHECK(ampc_backward(1, &y, NULL, false, false, 0, NULL, NULL, false) != AMPC_OK);
+    CHECK(backward(y, false) != AMPC_OK);
     CHECK(error_has("Trying to backward through the graph a second time"));
     DECREF(y, s, ab, a, b);
     end();
@@ -110,14 +115,14 @@ CTEST(autograd_accumulates_and_retains) {
     ampc_tensor *a = leaf(2, va);
     ampc_tensor *sq = bin(AMPC_OP_MUL, a, a);
     ampc_tensor *y = sum_all(sq);
-    CHECK(ampc_backward(1, &y, NULL, true, false, 0, NULL, NULL, false) == AMPC_OK);
-    CHECK(ampc_backward(1, &y, NULL, false, false, 0, NULL, NULL, false) == AMPC_OK);
+    CHECK(backward(y, true) == AMPC_OK);
+    CHECK(backward(y, false) == AMPC_OK);
     for (int i = 0; i < 2; i++) CHECK_CLOSE(at(a->grad, i), 4 * va[i], 1e-12); /* 2 a, twice */
     /* non-scalar root without a gradient */
-    CHECK(ampc_backward(1, &sq, NULL, false, false, 0, NULL, NULL, false) != AMPC_OK);
+    CHECK(backward(sq, false) != AMPC_OK);
     CHECK(error_has("grad can be implicitly created only for scalar outputs"));
     ampc_tensor *c = vec(2, va);
-    CHECK(ampc_backward(1, &c, NULL, false, false, 0, NULL, NULL, false) != AMPC_OK);
+    CHECK(backward(c, false) != AMPC_OK);
     CHECK(error_has("element 0 of tensors does not require grad and does not have a grad_fn"));
     DECREF(c, y, sq, a);
     end();
@@ -132,7 +137,7 @@ CTEST(autograd_broadcast_and_dtype) {
     ampc_set_requires_grad(b, true);
     ampc_tensor *p = bin(AMPC_OP_MUL, a, b); /* float64 (3, 2) */
     ampc_tensor *y = sum_all(p);
-    CHECK(ampc_backward(1, &y, NULL, false, false, 0, NULL, NULL, false) == AMPC_OK);
+    CHECK(backward(y, false) == AMPC_OK);
     CHECK(a->grad && a->grad->dtype == AMPC_FLOAT32 && a->grad->ndim == 2 && a->grad->shape[0] == 3 &&
           a->grad->shape[1] == 1);
     CHECK_CLOSE(at(a->grad, 1), 6.0, 1e-6); /* sum over the broadcast dim of b */
@@ -149,7 +154,7 @@ CTEST(autograd_version_check) {
     ampc_tensor *e = un(AMPC_OP_EXP, x); /* saves its output */
     ampc_tensor *y = sum_all(e);
     CHECK(ampc_fill_(e, ampc_scalar_float(1.0)) == AMPC_OK); /* modifies the saved output */
-    CHECK(ampc_backward(1, &y, NULL, false, false, 0, NULL, NULL, false) != AMPC_OK);
+    CHECK(backward(y, false) != AMPC_OK);
     CHECK(error_has("one of the variables needed for gradient computation has been modified by an inplace "
                     "operation: [ampc.DoubleTensor [2]], which is output 0 of Exp, is at version"));
     /* leaf in-place */
@@ -179,7 +184,7 @@ CTEST(autograd_deep_chain_frees) {
         if (!h) break;
     }
     CHECK(h && ampc_live_nodes() - live_before > 10000);
-    CHECK(ampc_backward(1, &h, NULL, false, false, 0, NULL, NULL, false) == AMPC_OK);
+    CHECK(backward(h, false) == AMPC_OK);
     CHECK_CLOSE(at(x->grad, 0), 1.0, 1e-9);
     ampc_tensor_decref(h); /* frees 20,000 nodes without recursion */
     CHECK(ampc_live_nodes() == live_before + 0);
@@ -227,7 +232,7 @@ CTEST(autograd_second_order) {
     CHECK(g && g->requires_grad && g->grad_fn); /* 3 x^2, with a graph */
     CHECK_CLOSE(at(g, 0), 3 * v[0] * v[0], 1e-12);
     ampc_tensor *gs = sum_all(g);
-    CHECK(ampc_backward(1, &gs, NULL, false, false, 0, NULL, NULL, false) == AMPC_OK);
+    CHECK(backward(gs, false) == AMPC_OK);
     CHECK_CLOSE(at(x->grad, 0), 6 * v[0], 1e-12); /* d(3x^2)/dx = 6x */
     CHECK_CLOSE(at(x->grad, 1), 6 * v[1], 1e-12);
     DECREF(gs, g, y, x3, x2, x);
@@ -260,7 +265,7 @@ CTEST(autograd_hooks_and_retain_grad) {
     int64_t id2 = ampc_register_hook(x, double_hook, NULL, count_release);
     CHECK(id > 0 && id2 > 0);
     ampc_tensor *y = sum_all(h);
-    CHECK(ampc_backward(1, &y, NULL, true, false, 0, NULL, NULL, false) == AMPC_OK);
+    CHECK(backward(y, true) == AMPC_OK);
     CHECK(hook_calls == 2);
     CHECK_CLOSE(at(h->grad, 0), 2.0, 1e-12);        /* retained after the hook doubled it */
     CHECK_CLOSE(at(x->grad, 1), 2 * 2 * 2 * 2, 1e-12); /* 2 * (2x * 2) */
@@ -281,7 +286,7 @@ CTEST(autograd_rules_spot_values) {
         ampc_tensor *x = leaf(3, v);
         ampc_tensor *y = un(ops[k], x);
         ampc_tensor *s = sum_all(y);
-        CHECK(ampc_backward(1, &s, NULL, false, false, 0, NULL, NULL, false) == AMPC_OK);
+        CHECK(backward(s, false) == AMPC_OK);
         for (int i = 0; i < 3; i++) {
             double a = v[i], want;
             switch (ops[k]) {
@@ -312,7 +317,7 @@ CTEST(autograd_inplace_on_view) {
     CHECK(v->grad_fn && !strcmp(ampc_node_name(v->grad_fn), "AsStridedBackward0"));
     ampc_tensor *bw = bin(AMPC_OP_MUL, b, w);
     ampc_tensor *y = sum_all(bw);
-    CHECK(ampc_backward(1, &y, NULL, false, false, 0, NULL, NULL, false) == AMPC_OK);
+    CHECK(backward(y, false) == AMPC_OK);
     CHECK_CLOSE(at(x->grad, 0), 2.0, 1e-12);
     CHECK_CLOSE(at(x->grad, 1), 3.0, 1e-12);
     DECREF(y, bw, v, b);
@@ -329,7 +334,7 @@ CTEST(autograd_inplace_on_view) {
     if (strcmp(ampc_node_name(h->grad_fn), "CopySlices"))
         CHECK(ampc_ad_record_binary_(AMPC_OP_MUL, NULL, h1, three, ampc_scalar_none()) == AMPC_OK);
     ampc_tensor *s = sum_all(h);
-    CHECK(ampc_backward(1, &s, NULL, false, false, 0, NULL, NULL, false) == AMPC_OK);
+    CHECK(backward(s, false) == AMPC_OK);
     CHECK_CLOSE(at(z->grad, 0), 2.0, 1e-12);
     CHECK_CLOSE(at(z->grad, 1), 6.0, 1e-12);
     CHECK_CLOSE(at(z->grad, 2), 2.0, 1e-12);

@@ -74,6 +74,14 @@ cublasStatus_t bad(const char *fmt, ...) {
     return CUBLAS_STATUS_INVALID_VALUE;
 }
 
+/* An attribute value copied into `field`: cuBLASLt takes exactly the field's size (int32, uint64,
+ * a pointer, ...), anything else is INVALID_VALUE, logged with the attribute's name. */
+template <class T> cublasStatus_t copy_attr(T *field, const void *buf, size_t size, const char *name) {
+    if (size != sizeof(T)) return bad("%s: size %zu (%zu bytes expected)", name, size, sizeof(T));
+    memcpy(field, buf, sizeof(T));
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 size_t type_size(cudaDataType t) {
     switch (t) {
     case CUDA_R_16F: case CUDA_R_16BF: return 2;
@@ -212,36 +220,22 @@ cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr,
                                               const void *buf, size_t size) {
     switch (attr) {
-    case CUBLASLT_MATMUL_DESC_TRANSA:
-        if (size != 4) return bad("TRANSA: size %zu", size);
-        memcpy(&d->transa, buf, 4);
-        break;
-    case CUBLASLT_MATMUL_DESC_TRANSB:
-        if (size != 4) return bad("TRANSB: size %zu", size);
-        memcpy(&d->transb, buf, 4);
-        break;
-    case CUBLASLT_MATMUL_DESC_EPILOGUE:
-        if (size != 4) return bad("EPILOGUE: size %zu", size);
-        memcpy(&d->epilogue, buf, 4);
-        if (d->epilogue != CUBLASLT_EPILOGUE_DEFAULT && d->epilogue != CUBLASLT_EPILOGUE_BIAS &&
-            d->epilogue != CUBLASLT_EPILOGUE_RELU && d->epilogue != CUBLASLT_EPILOGUE_RELU_BIAS)
+    case CUBLASLT_MATMUL_DESC_TRANSA: return copy_attr(&d->transa, buf, size, "TRANSA");
+    case CUBLASLT_MATMUL_DESC_TRANSB: return copy_attr(&d->transb, buf, size, "TRANSB");
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: {
+        cublasStatus_t st = copy_attr(&d->epilogue, buf, size, "EPILOGUE");
+        if (st == CUBLAS_STATUS_SUCCESS && d->epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
+            d->epilogue != CUBLASLT_EPILOGUE_BIAS && d->epilogue != CUBLASLT_EPILOGUE_RELU &&
+            d->epilogue != CUBLASLT_EPILOGUE_RELU_BIAS)
             return bad("EPILOGUE %u not emulated", d->epilogue);
-        break;
-    case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
-        if (size != sizeof(void *)) return bad("BIAS_POINTER: size %zu", size);
-        memcpy(&d->bias, buf, sizeof(void *));
-        break;
+        return st;
+    }
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return copy_attr(&d->bias, buf, size, "BIAS_POINTER");
     case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE:
-        if (size != 8) return bad("BIAS_BATCH_STRIDE: size %zu (int64 expected)", size);
-        memcpy(&d->bias_batch_stride, buf, 8);
-        break;
-    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
-        if (size != 4) return bad("BIAS_DATA_TYPE: size %zu", size);
-        memcpy(&d->bias_type, buf, 4);
-        break;
+        return copy_attr(&d->bias_batch_stride, buf, size, "BIAS_BATCH_STRIDE");
+    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: return copy_attr(&d->bias_type, buf, size, "BIAS_DATA_TYPE");
     default: return bad("MatmulDescSetAttribute %d not emulated", (int)attr);
     }
-    return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDataType type, uint64_t rows,
@@ -261,18 +255,15 @@ cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
 cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr,
                                                 const void *buf, size_t size) {
     switch (attr) {
-    case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT:
-        if (size != 4) return bad("BATCH_COUNT: size %zu (int32 expected)", size);
-        memcpy(&l->batch, buf, 4);
-        if (l->batch < 1) return bad("BATCH_COUNT %d", l->batch);
-        break;
+    case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT: {
+        cublasStatus_t st = copy_attr(&l->batch, buf, size, "BATCH_COUNT");
+        if (st == CUBLAS_STATUS_SUCCESS && l->batch < 1) return bad("BATCH_COUNT %d", l->batch);
+        return st;
+    }
     case CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET:
-        if (size != 8) return bad("STRIDED_BATCH_OFFSET: size %zu (int64 expected)", size);
-        memcpy(&l->stride, buf, 8);
-        break;
+        return copy_attr(&l->stride, buf, size, "STRIDED_BATCH_OFFSET");
     default: return bad("MatrixLayoutSetAttribute %d not emulated", (int)attr);
     }
-    return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref) {
@@ -287,28 +278,22 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
                                                     cublasLtMatmulPreferenceAttributes_t attr, const void *buf,
                                                     size_t size) {
     switch (attr) {
-    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES:
-        if (size != 8) return bad("MAX_WORKSPACE_BYTES: size %zu (uint64 expected)", size);
-        memcpy(&p->workspace, buf, 8);
-        break;
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: return copy_attr(&p->workspace, buf, size, "MAX_WORKSPACE_BYTES");
     case CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK:
-        if (size != 4) return bad("REDUCTION_SCHEME_MASK: size %zu", size);
-        memcpy(&p->reduction_mask, buf, 4);
-        break;
+        return copy_attr(&p->reduction_mask, buf, size, "REDUCTION_SCHEME_MASK");
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: {
-        if (size != 4) return bad("MIN_ALIGNMENT: size %zu (uint32 expected)", size);
-        uint32_t a;
-        memcpy(&a, buf, 4);
+        uint32_t a = 0;
+        cublasStatus_t st = copy_attr(&a, buf, size, "MIN_ALIGNMENT");
+        if (st != CUBLAS_STATUS_SUCCESS) return st;
         if (a == 0 || (a & (a - 1))) return bad("MIN_ALIGNMENT %u is not a power of two", a);
         p->align[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES] = a;
-        break;
+        return CUBLAS_STATUS_SUCCESS;
     }
     default: return bad("MatmulPreferenceSetAttribute %d not emulated", (int)attr);
     }
-    return CUBLAS_STATUS_SUCCESS;
 }
 
 /* One algorithm; its data records the alignments it was chosen for (checked by every matmul). */

@@ -56,26 +56,29 @@ class _DecoratorContextManager:
         return self.__class__()
 
 
-class no_grad(_DecoratorContextManager):
+class _GradModeRegion(_DecoratorContextManager):
+    """Grad mode set to the class's `_enabled` inside the region, the previous mode after it."""
+
+    _enabled = None
+
+    def __enter__(self):
+        self.prev = _C._grad_mode_flag()
+        _C._set_grad_enabled(self._enabled)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev)
+
+
+class no_grad(_GradModeRegion):
     """Ops inside do not record graphs: results have requires_grad=False."""
 
-    def __enter__(self):
-        self.prev = _C._grad_mode_flag()
-        _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)
+    _enabled = False
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_GradModeRegion):
     """Turns grad mode back on inside a no_grad region."""
 
-    def __enter__(self):
-        self.prev = _C._grad_mode_flag()
-        _C._set_grad_enabled(True)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)
+    _enabled = True
 
 
 class set_grad_enabled(_DecoratorContextManager):

@@ -1,7 +1,7 @@
 """Adadelta: PyTorch's algorithm (torch.optim.Adadelta) with weight decay and maximize, one fused C
 call per (device, dtype) group per step."""
 from .. import _C
-from .optimizer import Optimizer, _check_lr, _to_float
+from .optimizer import Optimizer, _check_lr, _check_nonnegative, _check_not_differentiable, _to_float
 
 __all__ = ["Adadelta"]
 
@@ -14,12 +14,8 @@ class Adadelta(Optimizer):
         _check_lr(lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if differentiable:
-            raise NotImplementedError("ampc optimizers do not support differentiable=True")
+        _check_nonnegative(("epsilon", eps), ("weight_decay", weight_decay))
+        _check_not_differentiable(differentiable)
         defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
                     "capturable": capturable, "foreach": foreach, "differentiable": differentiable,
                     "master_weights": master_weights}
@@ -31,21 +27,16 @@ class Adadelta(Optimizer):
                                 master_weights=False)
 
     def _init_param_state(self, state, p, group, master):
-        if "step" not in state:
-            state["step"] = self._zero_step(p)
-            self._note_created(state)
-            state["square_avg"] = self._zeros_state(p, master)
-            state["acc_delta"] = self._zeros_state(p, master)
+        self._init_step_state(state, p, master, ("square_avg", "acc_delta"))
+
+    def _state_keys(self, group):
+        return ["square_avg", "acc_delta"]
+
+    def _fused_update(self, group, t, grad_scale, found_inf):
+        _C._fused_adadelta_(t["params"], t["grads"], t["square_avg"], t["acc_delta"], t["steps"],
+                            lr=_to_float(group["lr"]), rho=float(group["rho"]), eps=float(group["eps"]),
+                            weight_decay=_to_float(group["weight_decay"]), maximize=bool(group["maximize"]),
+                            masters=t["masters"], grad_scale=grad_scale, found_inf=found_inf)
 
     def step(self, closure=None):
-        loss = self._begin_step(closure)
-        amp_cache = {}
-        for group in self.param_groups:
-            for (device, _, _), t in self._fused_lists(group, ["square_avg", "acc_delta"]).items():
-                grad_scale, found_inf = self._amp_tensors(device, amp_cache)
-                _C._fused_adadelta_(t["params"], t["grads"], t["square_avg"], t["acc_delta"], t["steps"],
-                                    lr=_to_float(group["lr"]), rho=float(group["rho"]), eps=float(group["eps"]),
-                                    weight_decay=_to_float(group["weight_decay"]), maximize=bool(group["maximize"]),
-                                    masters=t["masters"], grad_scale=grad_scale, found_inf=found_inf)
-        self._end_step()
-        return loss
+        return self._fused_step(closure)

@@ -2,7 +2,7 @@
 initial_accumulator_value and maximize, one fused C call per (device, dtype) group per step. As in
 PyTorch, the state of every parameter is created by the constructor."""
 from .. import _C
-from .optimizer import Optimizer, _check_lr, _to_float
+from .optimizer import Optimizer, _check_lr, _check_nonnegative, _check_not_differentiable, _to_float
 
 __all__ = ["Adagrad"]
 
@@ -13,16 +13,9 @@ class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None, master_weights=False):
         _check_lr(lr)
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if differentiable:
-            raise NotImplementedError("ampc optimizers do not support differentiable=True")
+        _check_nonnegative(("lr_decay", lr_decay), ("weight_decay", weight_decay),
+                           ("initial_accumulator_value", initial_accumulator_value), ("epsilon", eps))
+        _check_not_differentiable(differentiable)
         defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
                     "initial_accumulator_value": initial_accumulator_value, "foreach": foreach, "maximize": maximize,
                     "differentiable": differentiable, "fused": fused, "master_weights": master_weights}
@@ -45,15 +38,14 @@ class Adagrad(Optimizer):
             init = float(self.defaults["initial_accumulator_value"])
             state["sum"] = _C.full_like(p, init, dtype=_C.float32 if master else p.dtype)
 
+    def _state_keys(self, group):
+        return ["sum"]
+
+    def _fused_update(self, group, t, grad_scale, found_inf):
+        _C._fused_adagrad_(t["params"], t["grads"], t["sum"], t["steps"], lr=_to_float(group["lr"]),
+                           lr_decay=float(group["lr_decay"]), weight_decay=_to_float(group["weight_decay"]),
+                           eps=float(group["eps"]), maximize=bool(group["maximize"]), masters=t["masters"],
+                           grad_scale=grad_scale, found_inf=found_inf)
+
     def step(self, closure=None):
-        loss = self._begin_step(closure)
-        amp_cache = {}
-        for group in self.param_groups:
-            for (device, _, _), t in self._fused_lists(group, ["sum"]).items():
-                grad_scale, found_inf = self._amp_tensors(device, amp_cache)
-                _C._fused_adagrad_(t["params"], t["grads"], t["sum"], t["steps"], lr=_to_float(group["lr"]),
-                                   lr_decay=float(group["lr_decay"]), weight_decay=_to_float(group["weight_decay"]),
-                                   eps=float(group["eps"]), maximize=bool(group["maximize"]), masters=t["masters"],
-                                   grad_scale=grad_scale, found_inf=found_inf)
-        self._end_step()
-        return loss
+        return self._fused_step(closure)

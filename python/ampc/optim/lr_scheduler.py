@@ -205,22 +205,32 @@ class _LRScheduler(LRScheduler):
     pass
 
 
+def _state_without(self, key):
+    """A scheduler's state as LRScheduler.state_dict has it, less the list `key`, which the caller
+    saves its own way (after the other entries, as in PyTorch)."""
+    return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", key)}
+
+
+def _load_state_without(self, state_dict, key):
+    """Loads all of state_dict but `key` (state_dict is left as it came) and returns state_dict[key]
+    for the caller to restore its own way."""
+    saved = state_dict.pop(key)
+    self.__dict__.update(state_dict)
+    state_dict[key] = saved
+    return saved
+
+
 def _lambda_state_dict(self):
     """State of LambdaLR / MultiplicativeLR: lambdas are saved only when they are callable objects
     (their __dict__), never plain functions, as in PyTorch."""
-    state_dict = {key: value for key, value in self.__dict__.items() if key not in ("optimizer", "lr_lambdas")}
-    state_dict["lr_lambdas"] = [None] * len(self.lr_lambdas)
-    for idx, fn in enumerate(self.lr_lambdas):
-        if not isinstance(fn, types.FunctionType):
-            state_dict["lr_lambdas"][idx] = fn.__dict__.copy()
+    state_dict = _state_without(self, "lr_lambdas")
+    state_dict["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+                                for fn in self.lr_lambdas]
     return state_dict
 
 
 def _lambda_load_state_dict(self, state_dict):
-    lr_lambdas = state_dict.pop("lr_lambdas")
-    self.__dict__.update(state_dict)
-    state_dict["lr_lambdas"] = lr_lambdas
-    for idx, fn in enumerate(lr_lambdas):
+    for idx, fn in enumerate(_load_state_without(self, state_dict, "lr_lambdas")):
         if fn is not None:
             self.lr_lambdas[idx].__dict__.update(fn)
 
@@ -393,16 +403,14 @@ def _check_chained_schedulers(cls_name, optimizer, schedulers):
 
 
 def _nested_state_dict(self):
-    state_dict = {key: value for key, value in self.__dict__.items() if key not in ("optimizer", "_schedulers")}
+    """State of SequentialLR / ChainedScheduler: each inner scheduler's own state_dict."""
+    state_dict = _state_without(self, "_schedulers")
     state_dict["_schedulers"] = [s.state_dict() for s in self._schedulers]
     return state_dict
 
 
 def _nested_load_state_dict(self, state_dict):
-    _schedulers = state_dict.pop("_schedulers")
-    self.__dict__.update(state_dict)
-    state_dict["_schedulers"] = _schedulers
-    for idx, s in enumerate(_schedulers):
+    for idx, s in enumerate(_load_state_without(self, state_dict, "_schedulers")):
         self._schedulers[idx].load_state_dict(s)
 
 

@@ -52,6 +52,19 @@ def _check_lr(lr):
         raise ValueError(f"Invalid learning rate: {lr}")
 
 
+def _check_nonnegative(*named):
+    """PyTorch's `if not 0.0 <= x: raise ValueError(f"Invalid x value: {x}")` checks, for
+    ("label", value) pairs in the order given (the first bad one is the error raised)."""
+    for label, value in named:
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {label} value: {value}")
+
+
+def _check_not_differentiable(differentiable):
+    if differentiable:
+        raise NotImplementedError("ampc optimizers do not support differentiable=True")
+
+
 class Optimizer:
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -386,6 +399,20 @@ class Optimizer:
         """Creates whatever state the parameter lacks for this step (subclasses; called every step,
         so a buffer an option needs later, such as amsgrad's, appears when the option is set)."""
 
+    def _init_step_state(self, state, p, master, keys):
+        """The first step of a parameter: a step counter at 0 (unconfirmed until a step is known to
+        have happened, see _note_created) and a zero buffer for each of `keys`."""
+        if "step" not in state:
+            state["step"] = self._zero_step(p)
+            self._note_created(state)
+            for key in keys:
+                state[key] = self._zeros_state(p, master)
+
+    def _init_option_state(self, state, p, master, key, wanted):
+        """A zero buffer under `key` once the option that needs it is on (amsgrad, momentum, ...)."""
+        if wanted and key not in state:
+            state[key] = self._zeros_state(p, master)
+
     def _restore_state(self, param, state, group):
         """Rebuilds ampc's bookkeeping after load_state_dict: a master-weight group whose loaded
         state has no master copy (a PyTorch state dict) starts from the parameter."""
@@ -425,6 +452,32 @@ class Optimizer:
             for k in state_keys:
                 entry[k].append(state[k])
         return lists
+
+    def _state_keys(self, group):
+        """The state lists the group's fused C call takes, in _fused_lists' order (subclasses)."""
+        return []
+
+    def _step_key(self, group):
+        """The state key of the counter the fused call advances (None: no counter)."""
+        return "step"
+
+    def _fused_update(self, group, lists, grad_scale, found_inf):
+        """The one C call that updates one (device, dtype) list of the group (subclasses)."""
+        raise NotImplementedError
+
+    def _fused_step(self, closure):
+        """What every ampc optimizer's step() does: the closure's loss, then per param group and
+        per (device, dtype, master weights) list one _fused_update, with the GradScaler's
+        grad_scale / found_inf on that device."""
+        loss = self._begin_step(closure)
+        amp_cache = {}
+        for group in self.param_groups:
+            lists = self._fused_lists(group, self._state_keys(group), step_key=self._step_key(group))
+            for (device, _, _), t in lists.items():
+                grad_scale, found_inf = self._amp_tensors(device, amp_cache)
+                self._fused_update(group, t, grad_scale, found_inf)
+        self._end_step()
+        return loss
 
     def _closure_loss(self, closure):
         if closure is None:

@@ -1,7 +1,7 @@
 """RMSprop: PyTorch's algorithm (torch.optim.RMSprop) with momentum, centered, weight decay and
 maximize, one fused C call per (device, dtype) group per step."""
 from .. import _C
-from .optimizer import Optimizer, _check_lr, _to_float
+from .optimizer import Optimizer, _check_lr, _check_nonnegative, _check_not_differentiable, _to_float
 
 __all__ = ["RMSprop"]
 
@@ -12,16 +12,9 @@ class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False, *, master_weights=False):
         _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
-        if differentiable:
-            raise NotImplementedError("ampc optimizers do not support differentiable=True")
+        _check_nonnegative(("epsilon", eps), ("momentum", momentum), ("weight_decay", weight_decay),
+                           ("alpha", alpha))
+        _check_not_differentiable(differentiable)
         defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
                     "weight_decay": weight_decay, "capturable": capturable, "foreach": foreach, "maximize": maximize,
                     "differentiable": differentiable, "master_weights": master_weights}
@@ -33,29 +26,20 @@ class RMSprop(Optimizer):
                                 capturable=False, master_weights=False)
 
     def _init_param_state(self, state, p, group, master):
-        if "step" not in state:
-            state["step"] = self._zero_step(p)
-            self._note_created(state)
-            state["square_avg"] = self._zeros_state(p, master)
-        if group["momentum"] > 0 and "momentum_buffer" not in state:
-            state["momentum_buffer"] = self._zeros_state(p, master)
-        if group["centered"] and "grad_avg" not in state:
-            state["grad_avg"] = self._zeros_state(p, master)
+        self._init_step_state(state, p, master, ("square_avg",))
+        self._init_option_state(state, p, master, "momentum_buffer", group["momentum"] > 0)
+        self._init_option_state(state, p, master, "grad_avg", group["centered"])
+
+    def _state_keys(self, group):
+        return (["square_avg"] + (["momentum_buffer"] if group["momentum"] > 0 else [])
+                + (["grad_avg"] if group["centered"] else []))
+
+    def _fused_update(self, group, t, grad_scale, found_inf):
+        _C._fused_rmsprop_(t["params"], t["grads"], t["square_avg"], t.get("momentum_buffer"), t.get("grad_avg"),
+                           t["steps"], lr=_to_float(group["lr"]), alpha=float(group["alpha"]), eps=float(group["eps"]),
+                           weight_decay=_to_float(group["weight_decay"]), momentum=float(group["momentum"]),
+                           centered=bool(group["centered"]), maximize=bool(group["maximize"]), masters=t["masters"],
+                           grad_scale=grad_scale, found_inf=found_inf)
 
     def step(self, closure=None):
-        loss = self._begin_step(closure)
-        amp_cache = {}
-        for group in self.param_groups:
-            momentum = group["momentum"] > 0
-            centered = bool(group["centered"])
-            keys = ["square_avg"] + (["momentum_buffer"] if momentum else []) + (["grad_avg"] if centered else [])
-            for (device, _, _), t in self._fused_lists(group, keys).items():
-                grad_scale, found_inf = self._amp_tensors(device, amp_cache)
-                _C._fused_rmsprop_(t["params"], t["grads"], t["square_avg"], t.get("momentum_buffer"),
-                                   t.get("grad_avg"), t["steps"], lr=_to_float(group["lr"]),
-                                   alpha=float(group["alpha"]), eps=float(group["eps"]),
-                                   weight_decay=_to_float(group["weight_decay"]), momentum=float(group["momentum"]),
-                                   centered=centered, maximize=bool(group["maximize"]), masters=t["masters"],
-                                   grad_scale=grad_scale, found_inf=found_inf)
-        self._end_step()
-        return loss
+        return self._fused_step(closure)

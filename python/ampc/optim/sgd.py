@@ -8,7 +8,7 @@ kernel treats a counter of 0 as the first step. state_dict() shows PyTorch's lay
 appears once a momentum update really happened (Optimizer._export_state).
 """
 from .. import _C
-from .optimizer import Optimizer, _to_float
+from .optimizer import Optimizer, _check_not_differentiable, _to_float
 
 __all__ = ["SGD"]
 
@@ -27,8 +27,7 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if differentiable:
-            raise NotImplementedError("ampc optimizers do not support differentiable=True")
+        _check_not_differentiable(differentiable)
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
                     "nesterov": nesterov, "maximize": maximize, "foreach": foreach, "differentiable": differentiable,
                     "fused": fused, "master_weights": master_weights}
@@ -54,19 +53,18 @@ class SGD(Optimizer):
         if "momentum_buffer" in state:
             state["_momentum_steps"] = _C.ones((), dtype=_C.float32, device=param.device)
 
+    def _state_keys(self, group):
+        return ["momentum_buffer"] if group["momentum"] != 0 else []
+
+    def _step_key(self, group):
+        return "_momentum_steps" if group["momentum"] != 0 else None
+
+    def _fused_update(self, group, t, grad_scale, found_inf):
+        _C._fused_sgd_(t["params"], t["grads"], t.get("momentum_buffer"), t["steps"], lr=_to_float(group["lr"]),
+                       momentum=float(group["momentum"]), dampening=float(group["dampening"]),
+                       weight_decay=_to_float(group["weight_decay"]), nesterov=bool(group["nesterov"]),
+                       maximize=bool(group["maximize"]), masters=t["masters"], grad_scale=grad_scale,
+                       found_inf=found_inf)
+
     def step(self, closure=None):
-        loss = self._begin_step(closure)
-        amp_cache = {}
-        for group in self.param_groups:
-            with_momentum = group["momentum"] != 0
-            lists = self._fused_lists(group, ["momentum_buffer"] if with_momentum else [],
-                                      step_key="_momentum_steps" if with_momentum else None)
-            for (device, _, _), t in lists.items():
-                grad_scale, found_inf = self._amp_tensors(device, amp_cache)
-                _C._fused_sgd_(t["params"], t["grads"], t.get("momentum_buffer"), t["steps"],
-                               lr=_to_float(group["lr"]), momentum=float(group["momentum"]),
-                               dampening=float(group["dampening"]), weight_decay=_to_float(group["weight_decay"]),
-                               nesterov=bool(group["nesterov"]), maximize=bool(group["maximize"]),
-                               masters=t["masters"], grad_scale=grad_scale, found_inf=found_inf)
-        self._end_step()
-        return loss
+        return self._fused_step(closure)

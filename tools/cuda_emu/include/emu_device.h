@@ -89,42 +89,30 @@ struct __nv_bfloat16_raw {
     unsigned short x;
 };
 
-struct __half {
-    unsigned short __x;
-    __half() = default;
-    constexpr __half(__half_raw r) : __x(r.x) {}
-    __half(float f) : __x(ampc_f32_to_half(f)) {}
-    __half(double d) : __x(ampc_f32_to_half((float)d)) {}
-    __half(int v) : __x(ampc_f32_to_half((float)v)) {}
-    __half(unsigned v) : __x(ampc_f32_to_half((float)v)) {}
-    __half(long long v) : __x(ampc_f32_to_half((float)v)) {}
-    __half(unsigned long long v) : __x(ampc_f32_to_half((float)v)) {}
-    __half(long v) : __x(ampc_f32_to_half((float)v)) {}
-    __half(short v) : __x(ampc_f32_to_half((float)v)) {}
-    __half(unsigned short v) : __x(ampc_f32_to_half((float)v)) {}
-    operator float() const { return ampc_half_to_f32(__x); }
-    operator __half_raw() const { return __half_raw{__x}; }
-    __half &operator=(float f) { __x = ampc_f32_to_half(f); return *this; }
-    __half &operator=(double d) { __x = ampc_f32_to_half((float)d); return *this; }
-};
-struct __nv_bfloat16 {
-    unsigned short __x;
-    __nv_bfloat16() = default;
-    constexpr __nv_bfloat16(__nv_bfloat16_raw r) : __x(r.x) {}
-    __nv_bfloat16(float f) : __x(ampc_f32_to_bf16(f)) {}
-    __nv_bfloat16(double d) : __x(ampc_f32_to_bf16((float)d)) {}
-    __nv_bfloat16(int v) : __x(ampc_f32_to_bf16((float)v)) {}
-    __nv_bfloat16(unsigned v) : __x(ampc_f32_to_bf16((float)v)) {}
-    __nv_bfloat16(long long v) : __x(ampc_f32_to_bf16((float)v)) {}
-    __nv_bfloat16(unsigned long long v) : __x(ampc_f32_to_bf16((float)v)) {}
-    __nv_bfloat16(long v) : __x(ampc_f32_to_bf16((float)v)) {}
-    __nv_bfloat16(short v) : __x(ampc_f32_to_bf16((float)v)) {}
-    __nv_bfloat16(unsigned short v) : __x(ampc_f32_to_bf16((float)v)) {}
-    operator float() const { return ampc_bf16_to_f32(__x); }
-    operator __nv_bfloat16_raw() const { return __nv_bfloat16_raw{__x}; }
-    __nv_bfloat16 &operator=(float f) { __x = ampc_f32_to_bf16(f); return *this; }
-    __nv_bfloat16 &operator=(double d) { __x = ampc_f32_to_bf16((float)d); return *this; }
-};
+/* __half and __nv_bfloat16 differ only in their conversions (core/half.h's RNE): one definition
+ * generates both. Every arithmetic type converts through float, as cuda_fp16.h's constructors do. */
+#define EMU_FLOAT16_STRUCT(T, RAW, FROM_F32, TO_F32)                      \
+    struct T {                                                            \
+        unsigned short __x;                                               \
+        T() = default;                                                    \
+        constexpr T(RAW r) : __x(r.x) {}                                  \
+        T(float f) : __x(FROM_F32(f)) {}                                  \
+        T(double d) : __x(FROM_F32((float)d)) {}                          \
+        T(int v) : __x(FROM_F32((float)v)) {}                             \
+        T(unsigned v) : __x(FROM_F32((float)v)) {}                        \
+        T(long long v) : __x(FROM_F32((float)v)) {}                       \
+        T(unsigned long long v) : __x(FROM_F32((float)v)) {}              \
+        T(long v) : __x(FROM_F32((float)v)) {}                            \
+        T(short v) : __x(FROM_F32((float)v)) {}                           \
+        T(unsigned short v) : __x(FROM_F32((float)v)) {}                  \
+        operator float() const { return TO_F32(__x); }                    \
+        operator RAW() const { return RAW{__x}; }                         \
+        T &operator=(float f) { __x = FROM_F32(f); return *this; }        \
+        T &operator=(double d) { __x = FROM_F32((float)d); return *this; } \
+    };
+EMU_FLOAT16_STRUCT(__half, __half_raw, ampc_f32_to_half, ampc_half_to_f32)
+EMU_FLOAT16_STRUCT(__nv_bfloat16, __nv_bfloat16_raw, ampc_f32_to_bf16, ampc_bf16_to_f32)
+#undef EMU_FLOAT16_STRUCT
 typedef __half half;
 typedef __nv_bfloat16 nv_bfloat16;
 struct __align__(4) __half2 {

@@ -9,16 +9,20 @@ from .module import Module
 __all__ = ["ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MultiheadAttention"]
 
 
-class ReLU(Module):
+class _InplaceActivation(Module):
+    """ReLU and SiLU: PyTorch's `inplace` flag, shown by repr only when set."""
+
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
 
-    def forward(self, input):
-        return F.relu(input, inplace=self.inplace)
-
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_InplaceActivation):
+    def forward(self, input):
+        return F.relu(input, inplace=self.inplace)
 
 
 class GELU(Module):
@@ -35,16 +39,9 @@ class GELU(Module):
         return f"approximate={repr(self.approximate)}"
 
 
-class SiLU(Module):
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
+class SiLU(_InplaceActivation):
     def forward(self, input):
         return F.silu(input, inplace=self.inplace)
-
-    def extra_repr(self):
-        return "inplace=True" if self.inplace else ""
 
 
 class Tanh(Module):

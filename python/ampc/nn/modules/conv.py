@@ -2,10 +2,9 @@
 initialisation (kaiming_uniform_(a=sqrt(5)), bias uniform in +-1/sqrt(fan_in))."""
 import math
 
-from ... import _C
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from .linear import _make_weight_and_bias
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d"]
@@ -44,11 +43,7 @@ class _ConvNd(Module):
         self.groups = groups
         self.padding_mode = padding_mode
         shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
-        self.weight = Parameter(_C.empty(shape + tuple(kernel_size), device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(_C.empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _make_weight_and_bias(self, shape + tuple(kernel_size), bias, out_channels, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -77,15 +72,20 @@ class _ConvNd(Module):
         return s.format(**self.__dict__)
 
 
+def _spatial_args(n, kernel_size, stride, padding, dilation):
+    """kernel_size, stride, padding and dilation as n-tuples (a padding string stays as it is)."""
+    return (F._ntuple(kernel_size, n, "kernel_size"), F._ntuple(stride, n, "stride"),
+            padding if isinstance(padding, str) else F._ntuple(padding, n, "padding"),
+            F._ntuple(dilation, n, "dilation"))
+
+
 class Conv1d(_ConvNd):
     """Input (N, C_in, L) or (C_in, L)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, F._ntuple(kernel_size, 1, "kernel_size"),
-                         F._ntuple(stride, 1, "stride"),
-                         padding if isinstance(padding, str) else F._ntuple(padding, 1, "padding"),
-                         F._ntuple(dilation, 1, "dilation"), False, (0,), groups, bias, padding_mode, device, dtype)
+        super().__init__(in_channels, out_channels, *_spatial_args(1, kernel_size, stride, padding, dilation), False,
+                         (0,), groups, bias, padding_mode, device, dtype)
 
     def forward(self, input):
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
@@ -96,10 +96,8 @@ class Conv2d(_ConvNd):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, F._ntuple(kernel_size, 2, "kernel_size"),
-                         F._ntuple(stride, 2, "stride"),
-                         padding if isinstance(padding, str) else F._ntuple(padding, 2, "padding"),
-                         F._ntuple(dilation, 2, "dilation"), False, (0, 0), groups, bias, padding_mode, device, dtype)
+        super().__init__(in_channels, out_channels, *_spatial_args(2, kernel_size, stride, padding, dilation), False,
+                         (0, 0), groups, bias, padding_mode, device, dtype)
 
     def forward(self, input):
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)

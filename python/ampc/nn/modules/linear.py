@@ -10,6 +10,17 @@ from .module import Module
 __all__ = ["Identity", "Linear", "Flatten", "Unflatten"]
 
 
+def _make_weight_and_bias(module, weight_shape, bias, bias_shape, device, dtype):
+    """module.weight, an uninitialised Parameter of weight_shape, and module.bias, one of
+    bias_shape, or registered as None for bias=False. Linear, the conv layers and the affine
+    norms make their parameters this way; their reset_parameters fills them."""
+    module.weight = Parameter(_C.empty(weight_shape, device=device, dtype=dtype))
+    if bias:
+        module.bias = Parameter(_C.empty(bias_shape, device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+
+
 class Identity(Module):
     """Returns its input; any constructor arguments are ignored (PyTorch's placeholder layer)."""
 
@@ -28,11 +39,7 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(_C.empty((out_features, in_features), device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(_C.empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _make_weight_and_bias(self, (out_features, in_features), bias, out_features, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):

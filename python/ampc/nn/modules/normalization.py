@@ -1,10 +1,9 @@
 """LayerNorm and GroupNorm (weight 1, bias 0 at init, as in PyTorch)."""
 import numbers
 
-from ... import _C
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from .linear import _make_weight_and_bias
 from .module import Module
 
 __all__ = ["LayerNorm", "GroupNorm"]
@@ -15,11 +14,7 @@ __all__ = ["LayerNorm", "GroupNorm"]
 # reset, weight 1 and bias 0.
 def _make_affine_params(module, affine, bias, shape, device, dtype):
     if affine:
-        module.weight = Parameter(_C.empty(shape, device=device, dtype=dtype))
-        if bias:
-            module.bias = Parameter(_C.empty(shape, device=device, dtype=dtype))
-        else:
-            module.register_parameter("bias", None)
+        _make_weight_and_bias(module, shape, bias, shape, device, dtype)
     else:
         module.register_parameter("weight", None)
         module.register_parameter("bias", None)

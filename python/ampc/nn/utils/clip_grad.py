@@ -48,24 +48,26 @@ def _result_dtype(tensors):
     return dtype
 
 
-def _check_finite(total, norm_type):
-    if not bool(_C.isfinite(total)):
+def _checked_total_norm(tensors, norm_type, error_if_nonfinite):
+    """_accumulated_norm of `tensors` (None when there are none), which must be finite when
+    error_if_nonfinite asks (the one host read clipping can make)."""
+    norm_type = float(norm_type)
+    if not tensors:
+        return None
+    total = _accumulated_norm(tensors, norm_type)
+    if error_if_nonfinite and not bool(_C.isfinite(total)):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
                            "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
                            "norm anyway, set `error_if_nonfinite=False`")
+    return total
 
 
 @no_grad()
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The norm of all tensors as if concatenated into one vector (0 for an empty list)."""
     tensors = _tensor_list(tensors)
-    norm_type = float(norm_type)
-    if not tensors:
-        return _C.tensor(0.0)
-    total = _accumulated_norm(tensors, norm_type)
-    if error_if_nonfinite:
-        _check_finite(total, norm_type)
-    return total.to(dtype=_result_dtype(tensors))
+    total = _checked_total_norm(tensors, norm_type, error_if_nonfinite)
+    return _C.tensor(0.0) if total is None else total.to(dtype=_result_dtype(tensors))
 
 
 @no_grad()
@@ -92,12 +94,9 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         if is_generator and not parameters:
             warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=3)
     grads = [p.grad for p in parameters if p.grad is not None]
-    norm_type = float(norm_type)
-    if not grads:
+    total = _checked_total_norm(grads, norm_type, error_if_nonfinite)
+    if total is None:
         return _C.tensor(0.0)
-    total = _accumulated_norm(grads, norm_type)
-    if error_if_nonfinite:
-        _check_finite(total, norm_type)
     clip_grads_with_norm_(parameters, max_norm, total)
     return total.to(dtype=_result_dtype(grads))
 

@@ -31,6 +31,31 @@ def _is_namedtuple(x):
     return isinstance(x, tuple) and hasattr(x, "_fields")
 
 
+_NOT_A_CONTAINER = object()
+
+
+def _map_container(fn, data):
+    """`data` rebuilt with fn applied to each element, for the containers default_convert and
+    pin_memory recurse into: mappings and sequences keep their type where it can be rebuilt
+    (else dict / list), named tuples too, plain tuples become lists (as in torch). Strings and
+    anything else: _NOT_A_CONTAINER."""
+    if isinstance(data, collections.abc.Mapping):
+        try:
+            return type(data)({k: fn(v) for k, v in data.items()})
+        except TypeError:
+            return {k: fn(v) for k, v in data.items()}
+    if _is_namedtuple(data):
+        return type(data)(*(fn(d) for d in data))
+    if isinstance(data, tuple):
+        return [fn(d) for d in data]  # torch returns lists for tuples
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
+        try:
+            return type(data)([fn(d) for d in data])
+        except TypeError:
+            return [fn(d) for d in data]
+    return _NOT_A_CONTAINER
+
+
 def default_convert(data):
     """What batch_size=None yields per sample: numpy arrays become tensors, containers recurse."""
     if isinstance(data, _C.Tensor):
@@ -39,21 +64,8 @@ def default_convert(data):
         if _NP_STRING.search(data.dtype.str) is not None:
             return data
         return _C.as_tensor(np.asarray(data))
-    if isinstance(data, collections.abc.Mapping):
-        try:
-            return type(data)({k: default_convert(v) for k, v in data.items()})
-        except TypeError:
-            return {k: default_convert(v) for k, v in data.items()}
-    if _is_namedtuple(data):
-        return type(data)(*(default_convert(d) for d in data))
-    if isinstance(data, tuple):
-        return [default_convert(d) for d in data]  # torch returns lists for tuples
-    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
-        try:
-            return type(data)([default_convert(d) for d in data])
-        except TypeError:
-            return [default_convert(d) for d in data]
-    return data
+    out = _map_container(default_convert, data)
+    return data if out is _NOT_A_CONTAINER else out
 
 
 def default_collate(batch):
@@ -104,22 +116,9 @@ def pin_memory(data):
     asked; anything else (device tensors included) is returned as it is."""
     if isinstance(data, _C.Tensor):
         return data.pin_memory() if data.device.type == "cpu" else data
-    if isinstance(data, (str, bytes)):
-        return data
-    if isinstance(data, collections.abc.Mapping):
-        try:
-            return type(data)({k: pin_memory(v) for k, v in data.items()})
-        except TypeError:
-            return {k: pin_memory(v) for k, v in data.items()}
-    if _is_namedtuple(data):
-        return type(data)(*(pin_memory(d) for d in data))
-    if isinstance(data, tuple):
-        return [pin_memory(d) for d in data]  # torch returns lists for tuples
-    if isinstance(data, collections.abc.Sequence):
-        try:
-            return type(data)([pin_memory(d) for d in data])
-        except TypeError:
-            return [pin_memory(d) for d in data]
+    out = _map_container(pin_memory, data)
+    if out is not _NOT_A_CONTAINER:
+        return out
     if hasattr(data, "pin_memory"):
         return data.pin_memory()
     return data

@@ -49,13 +49,15 @@ test-emu:
 # at exit: tests/test_leaks.py counts ampc's objects instead).
 ASAN_RUNTIMES = $(shell $(CC) -print-file-name=libasan.so) $(shell $(CC) -print-file-name=libubsan.so)
 ASAN_SLOW = test_examples.py test_models.py test_demo.py test_fuzz.py
+# RSS under ASan measures its quarantine of freed memory, not ampc (test_leaks.py counts objects)
+ASAN_DESELECT = tests/test_tensor.py::test_no_leaks_over_many_calls
 test-asan:
 	@mkdir -p build/asan
 	flock build/asan.lock env AMPC_CUDA=0 AMPC_SANITIZE=1 $(PYTHON_CMD) setup.py -q build_ext
 	LD_PRELOAD="$(ASAN_RUNTIMES)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 OMP_NUM_THREADS=2 \
 		PYTHONPATH=build/asan/pkg $(PYTHON_CMD) -m pytest -o pythonpath=build/asan/pkg tests -q -p no:cacheprovider \
-		$(addprefix --ignore=tests/,$(ASAN_SLOW)) $(PYTEST_ARGS)
+		$(addprefix --ignore=tests/,$(ASAN_SLOW)) $(addprefix --deselect ,$(ASAN_DESELECT)) $(PYTEST_ARGS)
 
 demo:
 	@mkdir -p build

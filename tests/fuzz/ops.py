@@ -419,7 +419,7 @@ def _stack(d):
 
 @op("getitem", rows=("index",))
 def _getitem(d):
-    """Python indexing: ints, slices (negative steps are refused by both), None, Ellipsis, bools,
+    """Python indexing: ints, slices (negative starts and stops), None, Ellipsis, bools,
     lists, bool masks and index tensors, mixed."""
     rng = d.rng
     shape = draw_shape(rng, ndim=int(rng.integers(1, 4)))

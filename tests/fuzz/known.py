@@ -16,6 +16,11 @@ import re
 INDEX_OPS = ("gather", "index_select", "scatter_add", "index_add")
 
 
+def _says(ops, kind, text):
+    """The difference `kind` on one of `ops` whose detail holds `text` (an exception's message)."""
+    return lambda c, k, d: c.op in ops and k == kind and text in d
+
+
 def _any(*words):
     return lambda detail: any(w in detail for w in words)
 
@@ -41,7 +46,7 @@ ISSUE_19 = [
      lambda c, k, d: c.op in ("layer_norm", "batch_norm", "group_norm") and "nonfinite" in c.flags
      and k in ("value", "grad") and _any("nan", "inf")(d)),
     ("std-zero-grad", "issue 19: std backward is NaN where the std is 0",
-     lambda c, k, d: c.op == "reduce:std" and k == "grad" and "nan" in d),
+     _says(("reduce:std",), "grad", "nan")),
     ("gelu-tanh-fp16-grad", "issue 19: gelu(approximate='tanh') backward in fp16 is NaN for |x| >= ~300",
      lambda c, k, d: c.op == "gelu" and "'tanh'" in c.expr and "dtype_float16" in c.flags and k == "grad"),
     ("cross-entropy-huge-logits", "issue 19: cross_entropy backward at |logits| ~ 6.5e4",
@@ -60,9 +65,9 @@ ISSUE_19 = [
 
 FOUND = [
     ("tensor-type-missing", "found: Tensor.type(dtype) is missing",
-     lambda c, k, d: c.op == "cast" and k == "error_only_ampc" and "no attribute 'type'" in d),
+     _says(("cast",), "error_only_ampc", "no attribute 'type'")),
     ("tensor-repeat-missing", "found: Tensor.repeat is missing",
-     lambda c, k, d: c.op == "view_ops" and k == "error_only_ampc" and "no attribute 'repeat'" in d),
+     _says(("view_ops",), "error_only_ampc", "no attribute 'repeat'")),
     ("relu-nan-grad", "found: relu backward gives a NaN input zero gradient (torch passes it, as for maximum)",
      lambda c, k, d: c.op == "unary:relu" and "nonfinite" in c.flags and k == "grad"),
     ("prod-grad", "found: prod backward divides the product by each input: NaN where the product or an input is "
@@ -87,23 +92,23 @@ FOUND = [
      "rounding noise of eps * |k| (1e22) where torch gets 0",
      lambda c, k, d: c.op == "scaled_dot_product_attention" and "huge" in c.flags and k == "grad"),
     ("hardtanh-unsigned", "found: hardtanh of an unsigned tensor with negative limits is accepted; torch raises",
-     lambda c, k, d: c.op == "hardtanh" and k == "error_only_torch" and "unsigned type with negative limits" in d),
+     _says(("hardtanh",), "error_only_torch", "unsigned type with negative limits")),
     ("batch-norm-zero-channels", "found: batch_norm of 0 channels raises ZeroDivisionError (a Python-level bug)",
      lambda c, k, d: c.op == "batch_norm" and k == "error_type" and d.startswith("ampc ZeroDivisionError")),
     ("arange-error-type", "found: arange with a zero step raises RuntimeError; torch raises ValueError",
      lambda c, k, d: c.op == "creation" and "arange" in c.expr and d == "ampc RuntimeError, torch ValueError"),
     ("layer-norm-bias-grad-shape", "found: layer_norm with a bias and no weight over a multi-dim normalized_shape "
      "returns the bias gradient flattened (backward raises)",
-     lambda c, k, d: c.op == "layer_norm" and k == "error_only_ampc" and "invalid gradient at index 2" in d),
+     _says(("layer_norm",), "error_only_ampc", "invalid gradient at index 2")),
     ("linear-empty-k", "found: linear of a 3-d input with in_features 0 fails in a view",
-     lambda c, k, d: c.op == "linear" and k == "error_only_ampc" and "view: shape" in d),
+     _says(("linear",), "error_only_ampc", "view: shape")),
     ("batch-norm-empty-batch", "found: batch_norm of an empty batch raises; torch returns the empty result",
-     lambda c, k, d: c.op == "batch_norm" and k == "error_only_ampc" and "Expected more than 1 value per channel" in d),
+     _says(("batch_norm",), "error_only_ampc", "Expected more than 1 value per channel")),
     ("group-norm-single-value", "found: group_norm in training of one value per group is accepted; torch raises "
      "ValueError",
-     lambda c, k, d: c.op == "group_norm" and k == "error_only_torch" and "Expected more than 1 value per channel" in d),
+     _says(("group_norm",), "error_only_torch", "Expected more than 1 value per channel")),
     ("setitem-dtype", "found: x[index_tensor] = value of another dtype converts it; torch's index_put refuses",
-     lambda c, k, d: c.op == "setitem" and k == "error_only_torch" and "Index put requires the source and" in d),
+     _says(("setitem",), "error_only_torch", "Index put requires the source and")),
     ("arange-bool", "found: arange(dtype=bool) is accepted or raises RuntimeError; torch raises NotImplementedError",
      lambda c, k, d: c.op == "creation" and "M.bool" in c.expr and "arange" in c.expr
      and (k == "error_only_torch" or d == "ampc RuntimeError, torch NotImplementedError")),
@@ -112,7 +117,7 @@ FOUND = [
     ("atan2-zero-grad", "found: atan2 backward is NaN/inf where a*a + b*b is 0 (both operands 0, or subnormal)",
      lambda c, k, d: c.op == "binary:atan2" and k == "grad" and _any("nan", "inf")(d)),
     ("int-matmul-float-scale", "found: addmm/baddbmm of integers with a float beta/alpha is accepted; torch refuses",
-     lambda c, k, d: c.op in ("addmm", "baddbmm") and k == "error_only_torch" and "can't be cast to the desired" in d),
+     _says(("addmm", "baddbmm"), "error_only_torch", "can't be cast to the desired")),
     ("var-std-fp16-overflow", "found: var/std backward in fp16 overflows for values near fp16's max (torch "
      "accumulates in fp32)",
      lambda c, k, d: c.op in ("reduce:var", "reduce:std") and "huge" in c.flags and "dtype_float16" in c.flags
@@ -139,7 +144,7 @@ TORCH = [
      lambda c, k, d: c.op == "binary:remainder" and k == "error_only_torch"
      and "derivative for aten::remainder is not implemented" in d),
     ("torch-pow-bool-grad", "torch: pow backward with a bool exponent fails (it subtracts 1 from a bool)",
-     lambda c, k, d: c.op == "binary:pow" and k == "error_only_torch" and "with a bool tensor is not supported" in d),
+     _says(("binary:pow",), "error_only_torch", "with a bool tensor is not supported")),
     ("torch-remainder-subnormal", "torch: remainder by a subnormal divisor computes a - b * floor(a / b) = NaN; ampc "
      "gives the exact +-0",
      lambda c, k, d: c.op == "binary:remainder" and "subnormal" in c.flags and k == "value" and "nan" in d),

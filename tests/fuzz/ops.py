@@ -561,20 +561,17 @@ def _conv1d(d):
     return "F.conv1d(%s, %s, stride=%d, padding=%d)" % (x, wt, rng.integers(1, 3), rng.integers(0, 2))
 
 
-@op("max_pool2d", rows=("max_pool2d", "max_pool2d_backward"))
-def _max_pool2d(d):
-    rng = d.rng
-    _, _, x = _nchw(d)
-    k = int(rng.integers(1, 4))
-    return "F.max_pool2d(%s, %d, stride=%s, padding=%d)" % (x, k, choice(d, ["None", "1", "2"]), rng.integers(0, k // 2 + 1))
+def _pool(name):
+    def gen(d):
+        _, _, x = _nchw(d)
+        k = int(d.rng.integers(1, 4))
+        return "F.%s(%s, %d, stride=%s, padding=%d)" % (name, x, k, choice(d, ["None", "1", "2"]),
+                                                        d.rng.integers(0, k // 2 + 1))
+    return gen
 
 
-@op("avg_pool2d", rows=("avg_pool2d", "avg_pool2d_backward"))
-def _avg_pool2d(d):
-    rng = d.rng
-    _, _, x = _nchw(d)
-    k = int(rng.integers(1, 4))
-    return "F.avg_pool2d(%s, %d, stride=%s, padding=%d)" % (x, k, choice(d, ["None", "1", "2"]), rng.integers(0, k // 2 + 1))
+for _n in ("max_pool2d", "avg_pool2d"):
+    op(_n, rows=(_n, _n + "_backward"))(_pool(_n))
 
 
 @op("adaptive_avg_pool2d", rows=("adaptive_avg_pool2d", "adaptive_avg_pool2d_backward"))

@@ -11,7 +11,7 @@ CBLAS_INC := $(firstword $(wildcard /usr/include/*-linux-gnu/openblas-pthread))
 CBLAS_FLAGS := $(if $(CBLAS_INC),-DAMPC_WITH_CBLAS=1 -I$(CBLAS_INC) -lopenblas,)
 SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all setup build ctest test pytest demo bench clean test-emu
+.PHONY: all setup build ctest test pytest demo bench clean test-emu fuzz
 
 all: build
 
@@ -42,6 +42,13 @@ test-emu:
 	@mkdir -p build/emu
 	flock build/emu.lock env AMPC_CUDA=emu $(PYTHON_CMD) setup.py -q build_ext
 	PYTHONPATH=build/emu/pkg $(PYTHON_CMD) -m pytest -o pythonpath=build/emu/pkg tests/test_cuda_*.py -q $(PYTEST_ARGS)
+
+# The differential fuzzer against torch (tests/fuzz/): N cases over SEEDS in worker processes;
+# prints cases per op and outcome, and each failure class with a reproducer.
+N ?= 100000
+SEEDS ?= 1,2,3,4,5,6,7,8,9,10
+fuzz: build
+	PYTHONPATH=python $(PYTHON_CMD) tests/fuzz/cli.py --n $(N) --seeds $(SEEDS)
 
 demo:
 	@mkdir -p build

@@ -11,7 +11,7 @@ CBLAS_INC := $(firstword $(wildcard /usr/include/*-linux-gnu/openblas-pthread))
 CBLAS_FLAGS := $(if $(CBLAS_INC),-DAMPC_WITH_CBLAS=1 -I$(CBLAS_INC) -lopenblas,)
 SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all setup build ctest test pytest demo bench clean test-emu test-asan
+.PHONY: all setup build ctest test pytest demo bench clean test-emu test-asan fuzz
 
 all: build
 
@@ -58,6 +58,13 @@ test-asan:
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 OMP_NUM_THREADS=2 \
 		PYTHONPATH=build/asan/pkg $(PYTHON_CMD) -m pytest -o pythonpath=build/asan/pkg tests -q -p no:cacheprovider \
 		$(addprefix --ignore=tests/,$(ASAN_SLOW)) $(addprefix --deselect ,$(ASAN_DESELECT)) $(PYTEST_ARGS)
+
+# The differential fuzzer against torch (tests/fuzz/): N cases over SEEDS in worker processes;
+# prints cases per op and outcome, and each failure class with a reproducer.
+N ?= 100000
+SEEDS ?= 1,2,3,4,5,6,7,8,9,10
+fuzz: build
+	PYTHONPATH=python $(PYTHON_CMD) tests/fuzz/cli.py --n $(N) --seeds $(SEEDS)
 
 demo:
 	@mkdir -p build

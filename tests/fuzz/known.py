@@ -1,0 +1,167 @@
+"""Known divergences from torch, each matched narrowly (op + condition) so nothing else hides
+behind it. A case whose every difference one entry explains counts as "known", not as a failure.
+
+Three groups, each entry (id, reason, match(case, kind, detail)):
+- ISSUE_19: defects filed in issue 19 and being fixed now;
+- FOUND: defects this fuzzer found that no issue lists yet (its first runs, 2026-12-02); they
+  are reported to be filed and fixed next;
+- TORCH: where torch itself is the odd one out (it refuses what it could compute, or its
+  formula loses the exact answer) and ampc's answer is the exact one; kept so the decision
+  to differ is written down.
+The list may only shrink: when a fix lands, delete its entry, and test_fuzz proves the fix.
+Never add an entry to silence a difference nobody has explained.
+"""
+import re
+
+INDEX_OPS = ("gather", "index_select", "scatter_add", "index_add")
+
+
+def _says(ops, kind, text):
+    """The difference `kind` on one of `ops` whose detail holds `text` (an exception's message)."""
+    return lambda c, k, d: c.op in ops and k == kind and text in d
+
+
+def _any(*words):
+    return lambda detail: any(w in detail for w in words)
+
+
+ISSUE_19 = [
+    ("negative-index-wraps", "issue 19: negative indices wrap in gather/index_select/scatter_add/index_add; torch raises",
+     lambda c, k, d: c.op in INDEX_OPS and "neg_index" in c.flags and k in ("error_only_torch", "value", "grad")),
+    ("index-error-type", "issue 19: out-of-range indices raise IndexError where torch raises RuntimeError",
+     lambda c, k, d: k == "error_type" and d == "ampc IndexError, torch RuntimeError"
+     and bool(c.flags & {"bad_index", "neg_index"})),
+    ("empty-result-bad-index", "issue 19: an out-of-range index is not reported when the result is empty",
+     lambda c, k, d: k == "error_only_torch" and "bad_index" in c.flags and "ampc_empty_result" in c.flags),
+    ("fill-out-of-range", "issue 19: out-of-range fill values wrap (integers) or overflow (fp16); torch raises",
+     lambda c, k, d: c.op in ("fill_", "setitem", "masked_fill", "creation") and k == "error_only_torch"
+     and "value cannot be converted to type" in d),
+    ("div-rounding-drops-grad", "issue 19: div(..., rounding_mode=) drops requires_grad",
+     lambda c, k, d: c.op == "binary:div" and "rounding_mode='" in c.expr and k in ("requires_grad", "grad_missing")),
+    ("max-min-nan-grad", "issue 19: maximum/minimum backward gives a NaN input zero gradient",
+     lambda c, k, d: c.op in ("binary:maximum", "binary:minimum") and "nonfinite" in c.flags and k == "grad"),
+    ("pow-grad-dtype", "issue 19: pow backward computes in an operand's own dtype, not the promoted one",
+     lambda c, k, d: c.op == "binary:pow" and k == "grad" and len([f for f in c.flags if f.startswith("dtype_")]) > 1),
+    ("norm-of-inf-row", "issue 19: layer/batch/group norm of a row holding inf give +-inf where torch gives NaN",
+     lambda c, k, d: c.op in ("layer_norm", "batch_norm", "group_norm") and "nonfinite" in c.flags
+     and k in ("value", "grad") and _any("nan", "inf")(d)),
+    ("std-zero-grad", "issue 19: std backward is NaN where the std is 0",
+     _says(("reduce:std",), "grad", "nan")),
+    ("gelu-tanh-fp16-grad", "issue 19: gelu(approximate='tanh') backward in fp16 is NaN for |x| >= ~300",
+     lambda c, k, d: c.op == "gelu" and "'tanh'" in c.expr and "dtype_float16" in c.flags and k == "grad"),
+    ("cross-entropy-huge-logits", "issue 19: cross_entropy backward at |logits| ~ 6.5e4",
+     lambda c, k, d: c.op == "cross_entropy" and "huge" in c.flags and k == "grad"),
+    ("sdpa-low-precision-scores", "issue 19: sdpa forms q @ k^T unscaled in fp16/bf16 (overflow, and the rounding "
+     "of the scores that follows)",
+     lambda c, k, d: c.op == "scaled_dot_product_attention" and bool(c.flags & {"dtype_float16", "dtype_bfloat16"})
+     and k in ("value", "grad")),
+    ("sdpa-nan-row", "issue 19: sdpa: an all-NaN score row gives zeros (and zero gradients)",
+     lambda c, k, d: c.op == "scaled_dot_product_attention" and "nonfinite" in c.flags and k in ("value", "grad")
+     and "nan" in d),
+    ("bool-in-index", "issue 19: a Python bool inside an index with tensor/list indices gives a wrong shape",
+     lambda c, k, d: c.op == "getitem" and {"bool_item", "advanced_item"} <= c.flags
+     and k in ("shape", "error_only_torch", "error_only_ampc")),
+]
+
+FOUND = [
+    ("tensor-type-missing", "found: Tensor.type(dtype) is missing",
+     _says(("cast",), "error_only_ampc", "no attribute 'type'")),
+    ("tensor-repeat-missing", "found: Tensor.repeat is missing",
+     _says(("view_ops",), "error_only_ampc", "no attribute 'repeat'")),
+    ("relu-nan-grad", "found: relu backward gives a NaN input zero gradient (torch passes it, as for maximum)",
+     lambda c, k, d: c.op == "unary:relu" and "nonfinite" in c.flags and k == "grad"),
+    ("prod-grad", "found: prod backward divides the product by each input: NaN where the product or an input is "
+     "inf, imprecise for subnormal inputs; with dtype= it computes in the input's dtype",
+     lambda c, k, d: c.op == "reduce:prod" and k == "grad"
+     and ("nan" in d or "dtype=" in c.expr or bool(c.flags & {"nonfinite", "subnormal", "huge"}))),
+    ("max-min-all-nan-grad", "found: max()/min() over all elements backward with a NaN input gives every element NaN",
+     lambda c, k, d: c.op in ("reduce:max", "reduce:min") and "nonfinite" in c.flags and k == "grad" and "nan" in d),
+    ("norm-grad", "found: norm backward is NaN everywhere for a NaN input (p=inf) and inf in fp16/bf16 where the "
+     "squares underflow",
+     lambda c, k, d: c.op == "reduce:norm" and k == "grad" and _any("nan", "inf")(d)
+     and ("nonfinite" in c.flags or bool(c.flags & {"dtype_float16", "dtype_bfloat16"}))),
+    ("index-select-grad-low-precision", "found: index_select backward accumulates repeated indices in fp16/bf16",
+     lambda c, k, d: c.op == "index_select" and k == "grad" and bool(c.flags & {"dtype_float16", "dtype_bfloat16"})),
+    ("div-grad-fp16-square", "found: div backward for the divisor squares it in fp16 (0 where |b| > 256)",
+     lambda c, k, d: c.op == "binary:div" and k == "grad" and "dtype_float16" in c.flags),
+    ("norm-layer-low-precision-grad", "found: group_norm/batch_norm backward in fp16/bf16 amplifies rounding (a "
+     "constant bf16 group: gradient 1.94 where the exact one is 0 and torch's -0.06)",
+     lambda c, k, d: c.op in ("group_norm", "batch_norm") and k == "grad"
+     and bool(c.flags & {"dtype_float16", "dtype_bfloat16"})),
+    ("sdpa-huge-key-cancellation", "found: sdpa with keys near 1e30: the q gradient cancels exactly, ampc keeps "
+     "rounding noise of eps * |k| (1e22) where torch gets 0",
+     lambda c, k, d: c.op == "scaled_dot_product_attention" and "huge" in c.flags and k == "grad"),
+    ("hardtanh-unsigned", "found: hardtanh of an unsigned tensor with negative limits is accepted; torch raises",
+     _says(("hardtanh",), "error_only_torch", "unsigned type with negative limits")),
+    ("batch-norm-zero-channels", "found: batch_norm of 0 channels raises ZeroDivisionError (a Python-level bug)",
+     lambda c, k, d: c.op == "batch_norm" and k == "error_type" and d.startswith("ampc ZeroDivisionError")),
+    ("arange-error-type", "found: arange with a zero step raises RuntimeError; torch raises ValueError",
+     lambda c, k, d: c.op == "creation" and "arange" in c.expr and d == "ampc RuntimeError, torch ValueError"),
+    ("layer-norm-bias-grad-shape", "found: layer_norm with a bias and no weight over a multi-dim normalized_shape "
+     "returns the bias gradient flattened (backward raises)",
+     _says(("layer_norm",), "error_only_ampc", "invalid gradient at index 2")),
+    ("linear-empty-k", "found: linear of a 3-d input with in_features 0 fails in a view",
+     _says(("linear",), "error_only_ampc", "view: shape")),
+    ("batch-norm-empty-batch", "found: batch_norm of an empty batch raises; torch returns the empty result",
+     _says(("batch_norm",), "error_only_ampc", "Expected more than 1 value per channel")),
+    ("group-norm-single-value", "found: group_norm in training of one value per group is accepted; torch raises "
+     "ValueError",
+     _says(("group_norm",), "error_only_torch", "Expected more than 1 value per channel")),
+    ("setitem-dtype", "found: x[index_tensor] = value of another dtype converts it; torch's index_put refuses",
+     _says(("setitem",), "error_only_torch", "Index put requires the source and")),
+    ("arange-bool", "found: arange(dtype=bool) is accepted or raises RuntimeError; torch raises NotImplementedError",
+     lambda c, k, d: c.op == "creation" and "M.bool" in c.expr and "arange" in c.expr
+     and (k == "error_only_torch" or d == "ampc RuntimeError, torch NotImplementedError")),
+    ("clamp-tensor-bound-grad", "found: clamp with tensor bounds gives half the gradient where x equals a bound",
+     lambda c, k, d: c.op == "clamp" and "M.tensor(" in c.expr and k == "grad"),
+    ("atan2-zero-grad", "found: atan2 backward is NaN/inf where a*a + b*b is 0 (both operands 0, or subnormal)",
+     lambda c, k, d: c.op == "binary:atan2" and k == "grad" and _any("nan", "inf")(d)),
+    ("int-matmul-float-scale", "found: addmm/baddbmm of integers with a float beta/alpha is accepted; torch refuses",
+     _says(("addmm", "baddbmm"), "error_only_torch", "can't be cast to the desired")),
+    ("var-std-fp16-overflow", "found: var/std backward in fp16 overflows for values near fp16's max (torch "
+     "accumulates in fp32)",
+     lambda c, k, d: c.op in ("reduce:var", "reduce:std") and "huge" in c.flags and "dtype_float16" in c.flags
+     and k == "grad"),
+    ("var-no-dof-grad", "found: var/std backward with correction >= the count has the wrong sign of inf",
+     lambda c, k, d: c.op in ("reduce:var", "reduce:std") and "correction=" in c.expr and k == "grad"
+     and _any("inf", "nan")(d)),
+    ("embedding-assert", "found: embedding's padding_idx check is an assert (AssertionError; gone under python -O)",
+     lambda c, k, d: c.op == "embedding" and k == "error_type" and d.startswith("ampc AssertionError")),
+]
+
+TORCH = [
+    ("torch-conv-zero-channels", "torch: conv with 0 input channels returns 0 output channels; ampc returns "
+     "(N, out_channels, L) of zeros, the sum over an empty set",
+     lambda c, k, d: c.op in ("conv1d", "conv2d") and "zero_channels" in c.flags and k in ("shape", "value", "grad")),
+    ("torch-cast-nonfinite-to-int", "torch: casting inf/NaN/out-of-range floats to an integer is undefined in C; "
+     "torch returns x86's INT_MIN, ampc 0 (decide whether to copy torch)",
+     lambda c, k, d: c.op in ("cast", "copy_") and k == "value" and bool(c.flags & {"nonfinite", "huge"})
+     and bool(c.flags & {"to_int32", "to_int64", "to_uint8"})),
+    ("torch-layer-norm-one-element", "torch: layer_norm over one element: the exact normalised value is 0, ampc "
+     "gets 0 and torch rounding noise (~|x| * eps * rstd) in the weight's gradient",
+     lambda c, k, d: c.op == "layer_norm" and k == "grad" and re.search(r", \((1, )+\), ", c.expr) is not None),
+    ("torch-remainder-no-divisor-grad", "torch: remainder has no derivative for a tensor divisor",
+     lambda c, k, d: c.op == "binary:remainder" and k == "error_only_torch"
+     and "derivative for aten::remainder is not implemented" in d),
+    ("torch-pow-bool-grad", "torch: pow backward with a bool exponent fails (it subtracts 1 from a bool)",
+     _says(("binary:pow",), "error_only_torch", "with a bool tensor is not supported")),
+    ("torch-remainder-subnormal", "torch: remainder by a subnormal divisor computes a - b * floor(a / b) = NaN; ampc "
+     "gives the exact +-0",
+     lambda c, k, d: c.op == "binary:remainder" and "subnormal" in c.flags and k == "value" and "nan" in d),
+    ("torch-adaptive-pool-empty-backward", "torch: adaptive_avg_pool2d backward refuses an empty channel dimension",
+     lambda c, k, d: c.op == "adaptive_avg_pool2d" and k == "error_only_torch"
+     and "Expected grad_output to have non-zero size" in d),
+]
+
+KNOWN = ISSUE_19 + FOUND + TORCH
+
+
+def classify(case, diffs, got=None):
+    """The id of the known divergence that explains every difference of the case, or None.
+    got: ampc's outcome (an empty result is a condition some entries match on)."""
+    if got is not None and got[0] == "ok" and got[1] and all(r[2].size == 0 for r in got[1] if r[0] != "py"):
+        case.flags.add("ampc_empty_result")
+    for ident, reason, match in KNOWN:
+        if all(match(case, kind, detail) for kind, detail in diffs):
+            return ident
+    return None

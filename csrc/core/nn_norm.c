@@ -75,17 +75,8 @@ static ampc_status hand_out_grads(ampc_status st, const ampc_tensor *input, ampc
     return AMPC_OK;
 }
 
-/* The tensors a norm node saves: input, mean, 1/std (or variance), and the weight when given. */
-static ampc_status saved_norm_tensors(ampc_node *node, const ampc_tensor **x, const ampc_tensor **mean,
-                                      const ampc_tensor **inv, const ampc_tensor **w) {
-    *x = ampc_node_saved(node, 0);
-    *mean = *x ? ampc_node_saved(node, 1) : NULL;
-    *inv = *mean ? ampc_node_saved(node, 2) : NULL;
-    *w = NULL;
-    if (!*inv) return ampc_last_status();
-    if (node->n_saved == 4 && !(*w = ampc_node_saved(node, 3))) return ampc_last_status();
-    return AMPC_OK;
-}
+/* The gradient rule of all three norms (end of file): the saved tensors into the op's backward. */
+static ampc_status norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
 
 /* Layer norm and group norm run the same forward once their checks have passed: the input viewed
  * with a flat shape, y and the float statistics allocated, one kernel, and a node that saves
@@ -136,8 +127,7 @@ static ampc_tensor *stats_norm_forward(ampc_op op, const ampc_grad_rule *rule, c
 
 /* ---------------------------------------------------------------- batch norm */
 
-static ampc_status batch_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
-static const ampc_grad_rule batch_norm_rule = {"NativeBatchNormBackward0", batch_norm_rule_fn};
+static const ampc_grad_rule batch_norm_rule = {"NativeBatchNormBackward0", norm_rule_fn};
 
 ampc_tensor *ampc_native_batch_norm(const ampc_tensor *input, ampc_tensor *running_mean, ampc_tensor *running_var,
                                     const ampc_tensor *weight, const ampc_tensor *bias, bool training, double momentum,
@@ -259,20 +249,9 @@ ampc_status ampc_native_batch_norm_backward(const ampc_tensor *grad_out, const a
     return hand_out_grads(st, input, gx, gw, gb, grad_input, grad_weight, grad_bias);
 }
 
-static ampc_status batch_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *x, *mean, *inv, *w;
-    AMPC_TRY(saved_norm_tensors(node, &x, &mean, &inv, &w));
-    if (!grads[0]) return AMPC_OK;
-    return ampc_native_batch_norm_backward(grads[0], x, w, mean, inv, node->attrs.ints[0] != 0,
-                                           ampc_scalar_to_double(node->attrs.scalars[0]), node->needs_input_grad,
-                                           &grad_inputs[0], &grad_inputs[1], &grad_inputs[2]);
-}
-
 /* ---------------------------------------------------------------- layer norm */
 
-static ampc_status layer_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
-static const ampc_grad_rule layer_norm_rule = {"NativeLayerNormBackward0", layer_norm_rule_fn};
+static const ampc_grad_rule layer_norm_rule = {"NativeLayerNormBackward0", norm_rule_fn};
 
 static ampc_status layer_norm_check(const ampc_tensor *x, int n_norm, const int64_t *ns, const ampc_tensor *w,
                                     const ampc_tensor *b, int64_t *m, int64_t *d) {
@@ -366,19 +345,9 @@ ampc_status ampc_native_layer_norm_backward(const ampc_tensor *grad_out, const a
     return hand_out_grads(st, input, gx, gw, gb, grad_input, grad_weight, grad_bias);
 }
 
-static ampc_status layer_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *x, *mean, *rstd, *w;
-    AMPC_TRY(saved_norm_tensors(node, &x, &mean, &rstd, &w));
-    if (!grads[0]) return AMPC_OK;
-    return ampc_native_layer_norm_backward(grads[0], x, (int)node->attrs.ints[0], mean, rstd, w,
-                                           node->needs_input_grad, &grad_inputs[0], &grad_inputs[1], &grad_inputs[2]);
-}
-
 /* ---------------------------------------------------------------- group norm */
 
-static ampc_status group_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
-static const ampc_grad_rule group_norm_rule = {"NativeGroupNormBackward0", group_norm_rule_fn};
+static const ampc_grad_rule group_norm_rule = {"NativeGroupNormBackward0", norm_rule_fn};
 
 static ampc_status group_norm_check(const ampc_tensor *x, int64_t groups, const ampc_tensor *w, const ampc_tensor *b,
                                     int64_t shape3[3]) {
@@ -461,11 +430,23 @@ ampc_status ampc_native_group_norm_backward(const ampc_tensor *grad_out, const a
     return hand_out_grads(st, input, gx, gw, gb, grad_input, grad_weight, grad_bias);
 }
 
-static ampc_status group_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *x, *mean, *rstd, *w;
-    AMPC_TRY(saved_norm_tensors(node, &x, &mean, &rstd, &w));
+/* ---------------------------------------------------------------- the gradient rule */
+
+/* The node keeps one int (batch norm: training; layer norm: the normalized dims; group norm:
+ * num_groups) and, for batch norm, eps. */
+static ampc_status norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    const ampc_tensor *saved[4]; /* input, mean, 1/std (or variance), and the weight when given */
+    AMPC_TRY(nn_rule_saved(node, 4, saved));
+    const ampc_tensor *x = saved[0], *mean = saved[1], *inv = saved[2], *w = saved[3];
     if (!grads[0]) return AMPC_OK;
-    return ampc_native_group_norm_backward(grads[0], x, node->attrs.ints[0], mean, rstd, w, node->needs_input_grad,
-                                           &grad_inputs[0], &grad_inputs[1], &grad_inputs[2]);
+    const bool *need = node->needs_input_grad;
+    int64_t k = node->attrs.ints[0];
+    ampc_tensor **gi = grad_inputs;
+    if (node->rule == &batch_norm_rule)
+        return ampc_native_batch_norm_backward(grads[0], x, w, mean, inv, k != 0,
+                                               ampc_scalar_to_double(node->attrs.scalars[0]), need, &gi[0], &gi[1],
+                                               &gi[2]);
+    if (node->rule == &layer_norm_rule)
+        return ampc_native_layer_norm_backward(grads[0], x, (int)k, mean, inv, w, need, &gi[0], &gi[1], &gi[2]);
+    return ampc_native_group_norm_backward(grads[0], x, k, mean, inv, w, need, &gi[0], &gi[1], &gi[2]);
 }

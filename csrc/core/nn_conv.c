@@ -211,12 +211,7 @@ static ampc_tensor *conv_forward_4d(const ampc_tensor *x, const ampc_tensor *w, 
         ampc_tensor *tmp[5] = {cols, a, b, c, bv};
         nn_release(5, tmp);
     }
-    ampc_tensor_decref(buf);
-    if (st != AMPC_OK) {
-        ampc_tensor_decref(out);
-        return NULL;
-    }
-    return out;
+    return nn_finish(st, out, 1, &buf);
 }
 
 /* dx (N, C, H, W) from contiguous dout (N, O, OH, OW). */
@@ -248,12 +243,7 @@ static ampc_tensor *conv_grad_input_4d(const ampc_tensor *dout, const ampc_tenso
         ampc_tensor *tmp[4] = {a, b, dcols, dxs};
         nn_release(4, tmp);
     }
-    ampc_tensor_decref(buf);
-    if (st != AMPC_OK) {
-        ampc_tensor_decref(dx);
-        return NULL;
-    }
-    return dx;
+    return nn_finish(st, dx, 1, &buf);
 }
 
 /* dW (O, C/G, kh, kw) from contiguous dout and x: per sample n one batched GEMM over the groups,
@@ -415,9 +405,9 @@ ampc_status ampc_convolution_backward(const ampc_tensor *grad_out, const ampc_te
 }
 
 static ampc_status conv_backward_rule(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *input = ampc_node_saved(node, 0), *weight = ampc_node_saved(node, 1);
-    if (!input || !weight) return ampc_last_status();
+    const ampc_tensor *saved[2];
+    AMPC_TRY(nn_rule_saved(node, 2, saved));
+    const ampc_tensor *input = saved[0], *weight = saved[1];
     const int64_t *v = node->attrs.ints;
     ampc_conv_params p = {{v[0], v[1]}, {v[2], v[3]}, {v[4], v[5]}, {v[6], v[7]}, v[8]};
     if (!grads[0]) return AMPC_OK;

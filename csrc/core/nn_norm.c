@@ -61,17 +61,36 @@ static ampc_tensor *reshaped(ampc_tensor *t, int nd, const int64_t *shape) {
     return v;
 }
 
-/* How every norm backward ends: on failure the grads are dropped; otherwise they are handed out,
- * grad_input back in the input's shape (the kernels computed it for a flattened one). */
-static ampc_status hand_out_grads(ampc_status st, const ampc_tensor *input, ampc_tensor *gx, ampc_tensor *gw,
-                                  ampc_tensor *gb, ampc_tensor **grad_input, ampc_tensor **grad_weight,
-                                  ampc_tensor **grad_bias) {
+/* What every norm backward works on: grad_out and input viewed with the kernel's flat shape,
+ * the weight contiguous, and the grads need[] asks for (NULL where not). */
+typedef struct norm_grads {
+    ampc_tensor *g, *x, *w;
+    ampc_tensor *gx, *gw, *gb;
+} norm_grads;
+
+static ampc_status norm_grads_begin(norm_grads *o, const ampc_tensor *grad_out, const ampc_tensor *input,
+                                    const ampc_tensor *weight, int nd, const int64_t *shape, int64_t c,
+                                    const bool need[3]) {
+    memset(o, 0, sizeof *o);
+    o->g = flat_view(grad_out, nd, shape);
+    o->x = o->g ? flat_view(input, nd, shape) : NULL;
+    ampc_status st = o->x ? nn_contig(weight, &o->w) : ampc_last_status();
+    if (st == AMPC_OK) st = alloc_grads(input, nd, shape, weight, c, need, input->dtype, &o->gx, &o->gw, &o->gb);
+    return st;
+}
+
+/* How every norm backward ends: the views released; on failure the grads are dropped, otherwise
+ * handed out, grad_input back in the input's shape (the kernels computed it for a flat one). */
+static ampc_status hand_out_grads(ampc_status st, const ampc_tensor *input, norm_grads *o, ampc_tensor **grad_input,
+                                  ampc_tensor **grad_weight, ampc_tensor **grad_bias) {
+    ampc_tensor *tmp[3] = {o->g, o->x, o->w};
+    nn_release(3, tmp);
     if (st != AMPC_OK) {
-        release_outs(&gx, &gw, &gb);
+        release_outs(&o->gx, &o->gw, &o->gb);
         return st;
     }
-    *grad_input = reshaped(gx, input->ndim, input->shape);
-    *grad_weight = gw, *grad_bias = gb;
+    *grad_input = reshaped(o->gx, input->ndim, input->shape);
+    *grad_weight = o->gw, *grad_bias = o->gb;
     return AMPC_OK;
 }
 
@@ -234,19 +253,16 @@ ampc_status ampc_native_batch_norm_backward(const ampc_tensor *grad_out, const a
     int64_t n = input->shape[0], c = input->shape[1], l = ampc_numel(input) / (n * c > 0 ? n * c : 1);
     if (n * c == 0) l = 0;
     int64_t shape3[3] = {n, c, l};
-    ampc_tensor *g = flat_view(grad_out, 3, shape3), *x = g ? flat_view(input, 3, shape3) : NULL;
-    ampc_tensor *w = NULL, *gx = NULL, *gw = NULL, *gb = NULL;
-    ampc_status st = x ? nn_contig(weight, &w) : ampc_last_status();
-    if (st == AMPC_OK) st = alloc_grads(input, 3, shape3, weight, c, need, input->dtype, &gx, &gw, &gb);
+    norm_grads o;
+    ampc_status st = norm_grads_begin(&o, grad_out, input, weight, 3, shape3, c, need);
     if (st == AMPC_OK) {
-        ampc_batch_norm_backward_args a = {.grad_x = gx, .grad_weight = gw, .grad_bias = gb, .grad_y = g, .x = x,
-                                           .mean = save_mean, .invstd = save_invstd, .weight = w,
+        ampc_batch_norm_backward_args a = {.grad_x = o.gx, .grad_weight = o.gw, .grad_bias = o.gb, .grad_y = o.g,
+                                           .x = o.x, .mean = save_mean, .invstd = save_invstd, .weight = o.w,
                                            .is_var = !training, .eps = eps, .training = training};
-        st = ampc_numel(x) > 0 || c > 0 ? ampc_dispatch_batch_norm_backward(AMPC_OP_BATCH_NORM_BACKWARD, &a) : AMPC_OK;
+        st = ampc_numel(o.x) > 0 || c > 0 ? ampc_dispatch_batch_norm_backward(AMPC_OP_BATCH_NORM_BACKWARD, &a)
+                                          : AMPC_OK;
     }
-    ampc_tensor *tmp[3] = {g, x, w};
-    nn_release(3, tmp);
-    return hand_out_grads(st, input, gx, gw, gb, grad_input, grad_weight, grad_bias);
+    return hand_out_grads(st, input, &o, grad_input, grad_weight, grad_bias);
 }
 
 /* ---------------------------------------------------------------- layer norm */
@@ -323,26 +339,22 @@ ampc_status ampc_native_layer_norm_backward(const ampc_tensor *grad_out, const a
     if (ampc_numel(grad_out) != ampc_numel(input) || ampc_numel(mean) != m || ampc_numel(rstd) != m)
         return ampc_set_error(AMPC_E_RUNTIME, "layer_norm_backward: grad_output, mean or rstd do not match the input");
     int64_t shape2[2] = {m, d};
-    ampc_tensor *g = flat_view(grad_out, 2, shape2), *x = g ? flat_view(input, 2, shape2) : NULL;
-    ampc_tensor *w = NULL, *gx = NULL, *gw = NULL, *gb = NULL;
-    ampc_status st = x ? nn_contig(weight, &w) : ampc_last_status();
-    if (st == AMPC_OK) st = alloc_grads(input, 2, shape2, weight, d, need, input->dtype, &gx, &gw, &gb);
+    norm_grads o;
+    ampc_status st = norm_grads_begin(&o, grad_out, input, weight, 2, shape2, d, need);
     if (st == AMPC_OK) {
-        ampc_norm_backward_args a = {.grad_x = gx, .grad_weight = gw, .grad_bias = gb, .grad_y = g, .x = x,
-                                     .mean = mean, .rstd = rstd, .weight = w};
-        bool params_nonempty = d > 0 && (gw || gb);
+        ampc_norm_backward_args a = {.grad_x = o.gx, .grad_weight = o.gw, .grad_bias = o.gb, .grad_y = o.g,
+                                     .x = o.x, .mean = mean, .rstd = rstd, .weight = o.w};
+        bool params_nonempty = d > 0 && (o.gw || o.gb);
         if (m * d > 0 || params_nonempty) {
             if (m == 0) { /* no rows: parameter grads are zero */
-                if (gw) st = ampc_zero_(gw);
-                if (gb && st == AMPC_OK) st = ampc_zero_(gb);
+                if (o.gw) st = ampc_zero_(o.gw);
+                if (o.gb && st == AMPC_OK) st = ampc_zero_(o.gb);
             } else {
                 st = ampc_dispatch_norm_backward(AMPC_OP_LAYER_NORM_BACKWARD, &a);
             }
         }
     }
-    ampc_tensor *tmp[3] = {g, x, w};
-    nn_release(3, tmp);
-    return hand_out_grads(st, input, gx, gw, gb, grad_input, grad_weight, grad_bias);
+    return hand_out_grads(st, input, &o, grad_input, grad_weight, grad_bias);
 }
 
 /* ---------------------------------------------------------------- group norm */
@@ -414,20 +426,19 @@ ampc_status ampc_native_group_norm_backward(const ampc_tensor *grad_out, const a
     if (ampc_numel(grad_out) != ampc_numel(input) || ampc_numel(mean) != shape3[0] * num_groups ||
         ampc_numel(rstd) != shape3[0] * num_groups)
         return ampc_set_error(AMPC_E_RUNTIME, "group_norm_backward: grad_output, mean or rstd do not match the input");
-    ampc_tensor *g = flat_view(grad_out, 3, shape3), *x = g ? flat_view(input, 3, shape3) : NULL;
-    ampc_tensor *w = NULL, *gx = NULL, *gw = NULL, *gb = NULL, *mc = NULL, *rc = NULL;
-    ampc_status st = x ? nn_contig(weight, &w) : ampc_last_status();
+    norm_grads o;
+    ampc_tensor *mc = NULL, *rc = NULL;
+    ampc_status st = norm_grads_begin(&o, grad_out, input, weight, 3, shape3, shape3[1], need);
     if (st == AMPC_OK) st = nn_contig(mean, &mc);
     if (st == AMPC_OK) st = nn_contig(rstd, &rc);
-    if (st == AMPC_OK) st = alloc_grads(input, 3, shape3, weight, shape3[1], need, input->dtype, &gx, &gw, &gb);
     if (st == AMPC_OK && shape3[1] > 0) {
-        ampc_norm_backward_args a = {.grad_x = gx, .grad_weight = gw, .grad_bias = gb, .grad_y = g, .x = x,
-                                     .mean = mc, .rstd = rc, .weight = w, .groups = num_groups};
+        ampc_norm_backward_args a = {.grad_x = o.gx, .grad_weight = o.gw, .grad_bias = o.gb, .grad_y = o.g,
+                                     .x = o.x, .mean = mc, .rstd = rc, .weight = o.w, .groups = num_groups};
         st = ampc_dispatch_norm_backward(AMPC_OP_GROUP_NORM_BACKWARD, &a);
     }
-    ampc_tensor *tmp[5] = {g, x, w, mc, rc};
-    nn_release(5, tmp);
-    return hand_out_grads(st, input, gx, gw, gb, grad_input, grad_weight, grad_bias);
+    ampc_tensor *tmp[2] = {mc, rc};
+    nn_release(2, tmp);
+    return hand_out_grads(st, input, &o, grad_input, grad_weight, grad_bias);
 }
 
 /* ---------------------------------------------------------------- the gradient rule */

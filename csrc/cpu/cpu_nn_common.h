@@ -4,7 +4,12 @@
  * into a double buffer, worked on there, and stored once (fp16/bf16 rounded once, as the op
  * contract asks). The per-dtype switch sits outside the element loops, so both the conversion
  * loops and the arithmetic on the buffers vectorize. Only the GEMM inside convolutions and
- * attention runs in the storage dtype (cpu_gemm.c). */
+ * attention runs in the storage dtype (cpu_gemm.c).
+ *
+ * A parallel loop that works in double buffers is nn_run_tasks: the kernel writes a task function
+ * (one plane, row, channel, tile or chunk, in the thread's scratch) and a context struct, and the
+ * runner owns the OpenMP region, the scratch and the out-of-memory report. Loops that need no
+ * buffer (a row gather, im2col, nll's per-row picks) stay plain `omp parallel for`. */
 #ifndef AMPC_CPU_NN_COMMON_H
 #define AMPC_CPU_NN_COMMON_H
 

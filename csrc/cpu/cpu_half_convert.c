@@ -39,6 +39,11 @@ F16_KERNEL(f16_to_f32_f16c, __attribute__((target("avx,f16c"))), 8, ampc_half, f
 F16_KERNEL(f32_to_f16_f16c, __attribute__((target("avx,f16c"))), 8, float, ampc_half,
            _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), F16_RND)),
            ampc_f32_to_half)
+#else /* level 0 only: the plain kernels stand in for the vector ones */
+#define f16_to_f32_avx512 f16_to_f32_plain
+#define f32_to_f16_avx512 f32_to_f16_plain
+#define f16_to_f32_f16c f16_to_f32_plain
+#define f32_to_f16_f16c f32_to_f16_plain
 #endif
 
 /* 2: AVX-512, 1: F16C, 0: plain C. Computed once; the race of two first calls is benign. */
@@ -56,20 +61,18 @@ static int f16_level(void) {
     return l;
 }
 
-/* The kernels of each direction by f16_level (one call per run, not per element). */
-typedef void (*f16_widen_fn)(const ampc_half *src, float *dst, int64_t n);
-typedef void (*f16_narrow_fn)(const float *src, ampc_half *dst, int64_t n);
-#ifdef AMPC_X86
-static const f16_widen_fn f16_widen[3] = {f16_to_f32_plain, f16_to_f32_f16c, f16_to_f32_avx512};
-static const f16_narrow_fn f16_narrow[3] = {f32_to_f16_plain, f32_to_f16_f16c, f32_to_f16_avx512};
-#else
-static const f16_widen_fn f16_widen[1] = {f16_to_f32_plain};
-static const f16_narrow_fn f16_narrow[1] = {f32_to_f16_plain};
-#endif
+/* An entry point: the kernel of the CPU's level, called directly. */
+#define F16_ENTRY(NAME, SRC_T, DST_T, STEM)                                \
+    void NAME(const SRC_T *src, DST_T *dst, int64_t n) {                  \
+        switch (f16_level()) {                                            \
+        case 2: STEM##_avx512(src, dst, n); return;                       \
+        case 1: STEM##_f16c(src, dst, n); return;                         \
+        default: STEM##_plain(src, dst, n); return;                       \
+        }                                                                 \
+    }
 
-void ampc_cpu_f16_to_f32(const ampc_half *src, float *dst, int64_t n) { f16_widen[f16_level()](src, dst, n); }
-
-void ampc_cpu_f32_to_f16(const float *src, ampc_half *dst, int64_t n) { f16_narrow[f16_level()](src, dst, n); }
+F16_ENTRY(ampc_cpu_f16_to_f32, ampc_half, float, f16_to_f32)
+F16_ENTRY(ampc_cpu_f32_to_f16, float, ampc_half, f32_to_f16)
 
 void ampc_cpu_bf16_to_f32(const ampc_bfloat16 *src, float *dst, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = ampc_bf16_to_f32(src[i]);

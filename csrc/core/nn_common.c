@@ -110,3 +110,11 @@ ampc_status nn_first_order_only(const ampc_node *node) {
                           "%s: double backward (create_graph=True) through this op is not supported yet",
                           node->rule && node->rule->name ? node->rule->name : "nn op");
 }
+
+ampc_status nn_rule_saved(ampc_node *node, int cap, const ampc_tensor **saved) {
+    AMPC_TRY(nn_first_order_only(node));
+    for (int i = 0; i < cap; i++) saved[i] = NULL;
+    for (int i = 0; i < node->n_saved && i < cap; i++)
+        if (!(saved[i] = ampc_node_saved(node, i))) return ampc_last_status();
+    return AMPC_OK;
+}

@@ -63,6 +63,9 @@ ampc_tensor *nn_sum_to(const ampc_tensor *grad, int ndim, const int64_t *shape);
  * while backward runs) their results would silently miss the second-order terms, so a rule
  * starts with this check and refuses instead. */
 ampc_status nn_first_order_only(const struct ampc_node *node);
+/* How an nn gradient rule starts: nn_first_order_only, then the node's saved tensors into
+ * saved[0 .. n_saved), the rest of the cap slots NULL. */
+ampc_status nn_rule_saved(struct ampc_node *node, int cap, const ampc_tensor **saved);
 
 /* Runs one NN kernel unless there is nothing to compute (every output empty). */
 ampc_status nn_dispatch(ampc_op op, const ampc_kernel_args *a);

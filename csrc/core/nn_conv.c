@@ -172,13 +172,17 @@ static ampc_tensor *pointwise_cols(const ampc_tensor *x, int64_t n0, int64_t nb,
     return ampc_as_strided(x, 4, shape, strides, x->offset + n0 * d->c * l);
 }
 
-/* The chunk buffer of column matrices (chunk samples), or NULL when x is its own. */
-static ampc_status cols_buffer(const ampc_tensor *x, const conv_dims *d, int64_t chunk, bool pointwise,
-                               ampc_tensor **buf) {
+/* How a convolution walks the samples of t (x, or dout for grad input): in chunks of *chunk
+ * samples whose column matrices go to the buffer *buf, or, *pointwise (t is its own column
+ * matrix), in one chunk of all samples with no buffer. */
+static ampc_status cols_plan(const ampc_tensor *t, const ampc_conv_params *p, const conv_dims *d, bool *pointwise,
+                             int64_t *chunk, ampc_tensor **buf) {
+    *pointwise = is_pointwise(p, d);
+    *chunk = *pointwise ? d->n : chunk_samples(d, t->dtype);
     *buf = NULL;
-    if (pointwise) return AMPC_OK;
-    int64_t shape[1] = {chunk * d->c * d->kh * d->kw * d->oh * d->ow};
-    *buf = ampc_empty(1, shape, x->dtype, x->device);
+    if (*pointwise) return AMPC_OK;
+    int64_t shape[1] = {*chunk * d->c * d->kh * d->kw * d->oh * d->ow};
+    *buf = ampc_empty(1, shape, t->dtype, t->device);
     return *buf ? AMPC_OK : ampc_last_status();
 }
 
@@ -189,10 +193,10 @@ static ampc_tensor *conv_forward_4d(const ampc_tensor *x, const ampc_tensor *w, 
     ampc_tensor *out = ampc_empty(4, out_shape, x->dtype, x->device);
     if (!out || ampc_numel(out) == 0) return out;
     int64_t g = d->g, og = d->o / g, k = d->c / g * d->kh * d->kw, l = d->oh * d->ow;
-    bool pointwise = is_pointwise(p, d);
-    int64_t chunk = pointwise ? d->n : chunk_samples(d, x->dtype);
+    bool pointwise;
+    int64_t chunk;
     ampc_tensor *buf;
-    ampc_status st = cols_buffer(x, d, chunk, pointwise, &buf);
+    ampc_status st = cols_plan(x, p, d, &pointwise, &chunk, &buf);
     for (int64_t n0 = 0; n0 < d->n && st == AMPC_OK; n0 += chunk) {
         int64_t nb = d->n - n0 < chunk ? d->n - n0 : chunk;
         int64_t a_shape[4] = {nb, g, og, k}, a_strides[4] = {0, og * k, k, 1};
@@ -211,12 +215,7 @@ static ampc_tensor *conv_forward_4d(const ampc_tensor *x, const ampc_tensor *w, 
         ampc_tensor *tmp[5] = {cols, a, b, c, bv};
         nn_release(5, tmp);
     }
-    ampc_tensor_decref(buf);
-    if (st != AMPC_OK) {
-        ampc_tensor_decref(out);
-        return NULL;
-    }
-    return out;
+    return nn_finish(st, out, 1, &buf);
 }
 
 /* dx (N, C, H, W) from contiguous dout (N, O, OH, OW). */
@@ -226,10 +225,10 @@ static ampc_tensor *conv_grad_input_4d(const ampc_tensor *dout, const ampc_tenso
     ampc_tensor *dx = ampc_empty(4, x_shape, dout->dtype, dout->device);
     if (!dx || ampc_numel(dx) == 0) return dx;
     int64_t g = d->g, og = d->o / g, k = d->c / g * d->kh * d->kw, l = d->oh * d->ow;
-    bool pointwise = is_pointwise(p, d);
-    int64_t chunk = pointwise ? d->n : chunk_samples(d, dout->dtype);
+    bool pointwise;
+    int64_t chunk;
     ampc_tensor *buf;
-    ampc_status st = cols_buffer(dout, d, chunk, pointwise, &buf);
+    ampc_status st = cols_plan(dout, p, d, &pointwise, &chunk, &buf);
     for (int64_t n0 = 0; n0 < d->n && st == AMPC_OK; n0 += chunk) {
         int64_t nb = d->n - n0 < chunk ? d->n - n0 : chunk;
         int64_t a_shape[4] = {nb, g, k, og}, a_strides[4] = {0, og * k, 1, k}; /* W^T per group */
@@ -248,12 +247,7 @@ static ampc_tensor *conv_grad_input_4d(const ampc_tensor *dout, const ampc_tenso
         ampc_tensor *tmp[4] = {a, b, dcols, dxs};
         nn_release(4, tmp);
     }
-    ampc_tensor_decref(buf);
-    if (st != AMPC_OK) {
-        ampc_tensor_decref(dx);
-        return NULL;
-    }
-    return dx;
+    return nn_finish(st, dx, 1, &buf);
 }
 
 /* dW (O, C/G, kh, kw) from contiguous dout and x: per sample n one batched GEMM over the groups,
@@ -264,10 +258,10 @@ static ampc_tensor *conv_grad_weight_4d(const ampc_tensor *dout, const ampc_tens
     int64_t g = d->g, og = d->o / g, k = d->c / g * d->kh * d->kw, l = d->oh * d->ow;
     int64_t w_shape[4] = {d->o, d->c / g, d->kh, d->kw}, acc_shape[3] = {g, og, k};
     if (d->n == 0 || l == 0) return ampc_zeros(4, w_shape, dout->dtype, dout->device);
-    bool pointwise = is_pointwise(p, d);
-    int64_t chunk = pointwise ? d->n : chunk_samples(d, x->dtype);
+    bool pointwise;
+    int64_t chunk;
     ampc_tensor *buf, *acc[2] = {NULL, NULL}, *prev = NULL;
-    ampc_status st = cols_buffer(x, d, chunk, pointwise, &buf);
+    ampc_status st = cols_plan(x, p, d, &pointwise, &chunk, &buf);
     for (int i = 0; i < 2 && st == AMPC_OK; i++)
         if (!(acc[i] = ampc_empty(3, acc_shape, dout->dtype, dout->device))) st = ampc_last_status();
     int turn = 0;
@@ -415,9 +409,9 @@ ampc_status ampc_convolution_backward(const ampc_tensor *grad_out, const ampc_te
 }
 
 static ampc_status conv_backward_rule(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *input = ampc_node_saved(node, 0), *weight = ampc_node_saved(node, 1);
-    if (!input || !weight) return ampc_last_status();
+    const ampc_tensor *saved[2];
+    AMPC_TRY(nn_rule_saved(node, 2, saved));
+    const ampc_tensor *input = saved[0], *weight = saved[1];
     const int64_t *v = node->attrs.ints;
     ampc_conv_params p = {{v[0], v[1]}, {v[2], v[3]}, {v[4], v[5]}, {v[6], v[7]}, v[8]};
     if (!grads[0]) return AMPC_OK;

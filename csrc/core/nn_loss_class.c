@@ -255,10 +255,8 @@ ampc_status ampc_cross_entropy_backward(const ampc_tensor *grad_loss, const ampc
 }
 
 static ampc_status cross_entropy_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *saved[5] = {NULL, NULL, NULL, NULL, NULL};
-    for (int i = 0; i < node->n_saved; i++)
-        if (!(saved[i] = ampc_node_saved(node, i))) return ampc_last_status();
+    const ampc_tensor *saved[5];
+    AMPC_TRY(nn_rule_saved(node, 5, saved));
     if (!grads[0]) return AMPC_OK;
     return ampc_cross_entropy_backward(grads[0], saved[0], saved[1], saved[4], saved[2], saved[3],
                                        (ampc_reduction)node->attrs.ints[0], node->attrs.ints[1],
@@ -350,10 +348,8 @@ ampc_tensor *ampc_nll_loss_backward(const ampc_tensor *grad_loss, const ampc_ten
 }
 
 static ampc_status nll_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *saved[4] = {NULL, NULL, NULL, NULL};
-    for (int i = 0; i < node->n_saved; i++)
-        if (!(saved[i] = ampc_node_saved(node, i))) return ampc_last_status();
+    const ampc_tensor *saved[4];
+    AMPC_TRY(nn_rule_saved(node, 4, saved));
     if (!grads[0]) return AMPC_OK;
     grad_inputs[0] = ampc_nll_loss_backward(grads[0], saved[0], saved[1], saved[3], saved[2],
                                             (ampc_reduction)node->attrs.ints[0], node->attrs.ints[1]);

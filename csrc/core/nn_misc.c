@@ -127,11 +127,7 @@ ampc_tensor *ampc_embedding(const ampc_tensor *weight, const ampc_tensor *indice
         attrs.ints[0] = weight->shape[0], attrs.ints[1] = pad, attrs.ints[2] = scale_grad_by_freq, attrs.n_ints = 3;
         if (!ampc_autograd_record(&embedding_rule, 1, &weight, 1, &y, 1, &indices, &attrs)) st = ampc_last_status();
     }
-    if (st != AMPC_OK) {
-        ampc_tensor_decref(y);
-        return NULL;
-    }
-    return y;
+    return nn_finish(st, y, 0, NULL);
 }
 
 ampc_tensor *ampc_embedding_backward(const ampc_tensor *grad_out, const ampc_tensor *indices, int64_t num_weights,
@@ -154,19 +150,12 @@ ampc_tensor *ampc_embedding_backward(const ampc_tensor *grad_out, const ampc_ten
                                           .scale_grad_by_freq = scale_grad_by_freq};
         st = ampc_numel(gw) > 0 ? ampc_dispatch_embedding_backward(AMPC_OP_EMBEDDING_BACKWARD, &a) : AMPC_OK;
     }
-    ampc_tensor *tmp[3] = {gc, g, idx};
-    nn_release(3, tmp);
-    if (st != AMPC_OK) {
-        ampc_tensor_decref(gw);
-        return NULL;
-    }
-    return gw;
+    return nn_finish(st, gw, 3, (ampc_tensor *[]){gc, g, idx});
 }
 
 static ampc_status embedding_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *idx = ampc_node_saved(node, 0);
-    if (!idx) return ampc_last_status();
+    const ampc_tensor *idx;
+    AMPC_TRY(nn_rule_saved(node, 1, &idx));
     if (!grads[0]) return AMPC_OK;
     const int64_t *v = node->attrs.ints;
     grad_inputs[0] = ampc_embedding_backward(grads[0], idx, v[0], v[1], v[2] != 0);
@@ -253,9 +242,8 @@ ampc_tensor *ampc_masked_scale(const ampc_tensor *grad, const ampc_tensor *mask,
 }
 
 static ampc_status dropout_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *mask = ampc_node_saved(node, 0);
-    if (!mask) return ampc_last_status();
+    const ampc_tensor *mask;
+    AMPC_TRY(nn_rule_saved(node, 1, &mask));
     if (!grads[0]) return AMPC_OK;
     grad_inputs[0] = ampc_masked_scale(grads[0], mask, ampc_scalar_to_double(node->attrs.scalars[0]));
     return grad_inputs[0] ? AMPC_OK : ampc_last_status();
@@ -404,10 +392,8 @@ ampc_tensor *ampc_scaled_dot_product_attention(const ampc_tensor *query, const a
 }
 
 static ampc_status sdpa_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *saved[5] = {NULL, NULL, NULL, NULL, NULL};
-    for (int i = 0; i < node->n_saved; i++)
-        if (!(saved[i] = ampc_node_saved(node, i))) return ampc_last_status();
+    const ampc_tensor *saved[5];
+    AMPC_TRY(nn_rule_saved(node, 5, saved));
     if (!grads[0]) return AMPC_OK;
     const ampc_tensor *q = saved[0], *k = saved[1], *v = saved[2], *p = saved[3], *mask = saved[4];
     double scale = ampc_scalar_to_double(node->attrs.scalars[0]), dp = ampc_scalar_to_double(node->attrs.scalars[1]);

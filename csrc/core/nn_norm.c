@@ -61,31 +61,41 @@ static ampc_tensor *reshaped(ampc_tensor *t, int nd, const int64_t *shape) {
     return v;
 }
 
-/* How every norm backward ends: on failure the grads are dropped; otherwise they are handed out,
- * grad_input back in the input's shape (the kernels computed it for a flattened one). */
-static ampc_status hand_out_grads(ampc_status st, const ampc_tensor *input, ampc_tensor *gx, ampc_tensor *gw,
-                                  ampc_tensor *gb, ampc_tensor **grad_input, ampc_tensor **grad_weight,
-                                  ampc_tensor **grad_bias) {
+/* What every norm backward works on: grad_out and input viewed with the kernel's flat shape,
+ * the weight contiguous, and the grads need[] asks for (NULL where not). */
+typedef struct norm_grads {
+    ampc_tensor *g, *x, *w;
+    ampc_tensor *gx, *gw, *gb;
+} norm_grads;
+
+static ampc_status norm_grads_begin(norm_grads *o, const ampc_tensor *grad_out, const ampc_tensor *input,
+                                    const ampc_tensor *weight, int nd, const int64_t *shape, int64_t c,
+                                    const bool need[3]) {
+    memset(o, 0, sizeof *o);
+    o->g = flat_view(grad_out, nd, shape);
+    o->x = o->g ? flat_view(input, nd, shape) : NULL;
+    ampc_status st = o->x ? nn_contig(weight, &o->w) : ampc_last_status();
+    if (st == AMPC_OK) st = alloc_grads(input, nd, shape, weight, c, need, input->dtype, &o->gx, &o->gw, &o->gb);
+    return st;
+}
+
+/* How every norm backward ends: the views released; on failure the grads are dropped, otherwise
+ * handed out, grad_input back in the input's shape (the kernels computed it for a flat one). */
+static ampc_status hand_out_grads(ampc_status st, const ampc_tensor *input, norm_grads *o, ampc_tensor **grad_input,
+                                  ampc_tensor **grad_weight, ampc_tensor **grad_bias) {
+    ampc_tensor *tmp[3] = {o->g, o->x, o->w};
+    nn_release(3, tmp);
     if (st != AMPC_OK) {
-        release_outs(&gx, &gw, &gb);
+        release_outs(&o->gx, &o->gw, &o->gb);
         return st;
     }
-    *grad_input = reshaped(gx, input->ndim, input->shape);
-    *grad_weight = gw, *grad_bias = gb;
+    *grad_input = reshaped(o->gx, input->ndim, input->shape);
+    *grad_weight = o->gw, *grad_bias = o->gb;
     return AMPC_OK;
 }
 
-/* The tensors a norm node saves: input, mean, 1/std (or variance), and the weight when given. */
-static ampc_status saved_norm_tensors(ampc_node *node, const ampc_tensor **x, const ampc_tensor **mean,
-                                      const ampc_tensor **inv, const ampc_tensor **w) {
-    *x = ampc_node_saved(node, 0);
-    *mean = *x ? ampc_node_saved(node, 1) : NULL;
-    *inv = *mean ? ampc_node_saved(node, 2) : NULL;
-    *w = NULL;
-    if (!*inv) return ampc_last_status();
-    if (node->n_saved == 4 && !(*w = ampc_node_saved(node, 3))) return ampc_last_status();
-    return AMPC_OK;
-}
+/* The gradient rule of all three norms (end of file): the saved tensors into the op's backward. */
+static ampc_status norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
 
 /* Layer norm and group norm run the same forward once their checks have passed: the input viewed
  * with a flat shape, y and the float statistics allocated, one kernel, and a node that saves
@@ -136,8 +146,7 @@ static ampc_tensor *stats_norm_forward(ampc_op op, const ampc_grad_rule *rule, c
 
 /* ---------------------------------------------------------------- batch norm */
 
-static ampc_status batch_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
-static const ampc_grad_rule batch_norm_rule = {"NativeBatchNormBackward0", batch_norm_rule_fn};
+static const ampc_grad_rule batch_norm_rule = {"NativeBatchNormBackward0", norm_rule_fn};
 
 ampc_tensor *ampc_native_batch_norm(const ampc_tensor *input, ampc_tensor *running_mean, ampc_tensor *running_var,
                                     const ampc_tensor *weight, const ampc_tensor *bias, bool training, double momentum,
@@ -244,35 +253,21 @@ ampc_status ampc_native_batch_norm_backward(const ampc_tensor *grad_out, const a
     int64_t n = input->shape[0], c = input->shape[1], l = ampc_numel(input) / (n * c > 0 ? n * c : 1);
     if (n * c == 0) l = 0;
     int64_t shape3[3] = {n, c, l};
-    ampc_tensor *g = flat_view(grad_out, 3, shape3), *x = g ? flat_view(input, 3, shape3) : NULL;
-    ampc_tensor *w = NULL, *gx = NULL, *gw = NULL, *gb = NULL;
-    ampc_status st = x ? nn_contig(weight, &w) : ampc_last_status();
-    if (st == AMPC_OK) st = alloc_grads(input, 3, shape3, weight, c, need, input->dtype, &gx, &gw, &gb);
+    norm_grads o;
+    ampc_status st = norm_grads_begin(&o, grad_out, input, weight, 3, shape3, c, need);
     if (st == AMPC_OK) {
-        ampc_batch_norm_backward_args a = {.grad_x = gx, .grad_weight = gw, .grad_bias = gb, .grad_y = g, .x = x,
-                                           .mean = save_mean, .invstd = save_invstd, .weight = w,
+        ampc_batch_norm_backward_args a = {.grad_x = o.gx, .grad_weight = o.gw, .grad_bias = o.gb, .grad_y = o.g,
+                                           .x = o.x, .mean = save_mean, .invstd = save_invstd, .weight = o.w,
                                            .is_var = !training, .eps = eps, .training = training};
-        st = ampc_numel(x) > 0 || c > 0 ? ampc_dispatch_batch_norm_backward(AMPC_OP_BATCH_NORM_BACKWARD, &a) : AMPC_OK;
+        st = ampc_numel(o.x) > 0 || c > 0 ? ampc_dispatch_batch_norm_backward(AMPC_OP_BATCH_NORM_BACKWARD, &a)
+                                          : AMPC_OK;
     }
-    ampc_tensor *tmp[3] = {g, x, w};
-    nn_release(3, tmp);
-    return hand_out_grads(st, input, gx, gw, gb, grad_input, grad_weight, grad_bias);
-}
-
-static ampc_status batch_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *x, *mean, *inv, *w;
-    AMPC_TRY(saved_norm_tensors(node, &x, &mean, &inv, &w));
-    if (!grads[0]) return AMPC_OK;
-    return ampc_native_batch_norm_backward(grads[0], x, w, mean, inv, node->attrs.ints[0] != 0,
-                                           ampc_scalar_to_double(node->attrs.scalars[0]), node->needs_input_grad,
-                                           &grad_inputs[0], &grad_inputs[1], &grad_inputs[2]);
+    return hand_out_grads(st, input, &o, grad_input, grad_weight, grad_bias);
 }
 
 /* ---------------------------------------------------------------- layer norm */
 
-static ampc_status layer_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
-static const ampc_grad_rule layer_norm_rule = {"NativeLayerNormBackward0", layer_norm_rule_fn};
+static const ampc_grad_rule layer_norm_rule = {"NativeLayerNormBackward0", norm_rule_fn};
 
 static ampc_status layer_norm_check(const ampc_tensor *x, int n_norm, const int64_t *ns, const ampc_tensor *w,
                                     const ampc_tensor *b, int64_t *m, int64_t *d) {
@@ -344,41 +339,27 @@ ampc_status ampc_native_layer_norm_backward(const ampc_tensor *grad_out, const a
     if (ampc_numel(grad_out) != ampc_numel(input) || ampc_numel(mean) != m || ampc_numel(rstd) != m)
         return ampc_set_error(AMPC_E_RUNTIME, "layer_norm_backward: grad_output, mean or rstd do not match the input");
     int64_t shape2[2] = {m, d};
-    ampc_tensor *g = flat_view(grad_out, 2, shape2), *x = g ? flat_view(input, 2, shape2) : NULL;
-    ampc_tensor *w = NULL, *gx = NULL, *gw = NULL, *gb = NULL;
-    ampc_status st = x ? nn_contig(weight, &w) : ampc_last_status();
-    if (st == AMPC_OK) st = alloc_grads(input, 2, shape2, weight, d, need, input->dtype, &gx, &gw, &gb);
+    norm_grads o;
+    ampc_status st = norm_grads_begin(&o, grad_out, input, weight, 2, shape2, d, need);
     if (st == AMPC_OK) {
-        ampc_norm_backward_args a = {.grad_x = gx, .grad_weight = gw, .grad_bias = gb, .grad_y = g, .x = x,
-                                     .mean = mean, .rstd = rstd, .weight = w};
-        bool params_nonempty = d > 0 && (gw || gb);
+        ampc_norm_backward_args a = {.grad_x = o.gx, .grad_weight = o.gw, .grad_bias = o.gb, .grad_y = o.g,
+                                     .x = o.x, .mean = mean, .rstd = rstd, .weight = o.w};
+        bool params_nonempty = d > 0 && (o.gw || o.gb);
         if (m * d > 0 || params_nonempty) {
             if (m == 0) { /* no rows: parameter grads are zero */
-                if (gw) st = ampc_zero_(gw);
-                if (gb && st == AMPC_OK) st = ampc_zero_(gb);
+                if (o.gw) st = ampc_zero_(o.gw);
+                if (o.gb && st == AMPC_OK) st = ampc_zero_(o.gb);
             } else {
                 st = ampc_dispatch_norm_backward(AMPC_OP_LAYER_NORM_BACKWARD, &a);
             }
         }
     }
-    ampc_tensor *tmp[3] = {g, x, w};
-    nn_release(3, tmp);
-    return hand_out_grads(st, input, gx, gw, gb, grad_input, grad_weight, grad_bias);
-}
-
-static ampc_status layer_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *x, *mean, *rstd, *w;
-    AMPC_TRY(saved_norm_tensors(node, &x, &mean, &rstd, &w));
-    if (!grads[0]) return AMPC_OK;
-    return ampc_native_layer_norm_backward(grads[0], x, (int)node->attrs.ints[0], mean, rstd, w,
-                                           node->needs_input_grad, &grad_inputs[0], &grad_inputs[1], &grad_inputs[2]);
+    return hand_out_grads(st, input, &o, grad_input, grad_weight, grad_bias);
 }
 
 /* ---------------------------------------------------------------- group norm */
 
-static ampc_status group_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
-static const ampc_grad_rule group_norm_rule = {"NativeGroupNormBackward0", group_norm_rule_fn};
+static const ampc_grad_rule group_norm_rule = {"NativeGroupNormBackward0", norm_rule_fn};
 
 static ampc_status group_norm_check(const ampc_tensor *x, int64_t groups, const ampc_tensor *w, const ampc_tensor *b,
                                     int64_t shape3[3]) {
@@ -445,27 +426,38 @@ ampc_status ampc_native_group_norm_backward(const ampc_tensor *grad_out, const a
     if (ampc_numel(grad_out) != ampc_numel(input) || ampc_numel(mean) != shape3[0] * num_groups ||
         ampc_numel(rstd) != shape3[0] * num_groups)
         return ampc_set_error(AMPC_E_RUNTIME, "group_norm_backward: grad_output, mean or rstd do not match the input");
-    ampc_tensor *g = flat_view(grad_out, 3, shape3), *x = g ? flat_view(input, 3, shape3) : NULL;
-    ampc_tensor *w = NULL, *gx = NULL, *gw = NULL, *gb = NULL, *mc = NULL, *rc = NULL;
-    ampc_status st = x ? nn_contig(weight, &w) : ampc_last_status();
+    norm_grads o;
+    ampc_tensor *mc = NULL, *rc = NULL;
+    ampc_status st = norm_grads_begin(&o, grad_out, input, weight, 3, shape3, shape3[1], need);
     if (st == AMPC_OK) st = nn_contig(mean, &mc);
     if (st == AMPC_OK) st = nn_contig(rstd, &rc);
-    if (st == AMPC_OK) st = alloc_grads(input, 3, shape3, weight, shape3[1], need, input->dtype, &gx, &gw, &gb);
     if (st == AMPC_OK && shape3[1] > 0) {
-        ampc_norm_backward_args a = {.grad_x = gx, .grad_weight = gw, .grad_bias = gb, .grad_y = g, .x = x,
-                                     .mean = mc, .rstd = rc, .weight = w, .groups = num_groups};
+        ampc_norm_backward_args a = {.grad_x = o.gx, .grad_weight = o.gw, .grad_bias = o.gb, .grad_y = o.g,
+                                     .x = o.x, .mean = mc, .rstd = rc, .weight = o.w, .groups = num_groups};
         st = ampc_dispatch_norm_backward(AMPC_OP_GROUP_NORM_BACKWARD, &a);
     }
-    ampc_tensor *tmp[5] = {g, x, w, mc, rc};
-    nn_release(5, tmp);
-    return hand_out_grads(st, input, gx, gw, gb, grad_input, grad_weight, grad_bias);
+    ampc_tensor *tmp[2] = {mc, rc};
+    nn_release(2, tmp);
+    return hand_out_grads(st, input, &o, grad_input, grad_weight, grad_bias);
 }
 
-static ampc_status group_norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *x, *mean, *rstd, *w;
-    AMPC_TRY(saved_norm_tensors(node, &x, &mean, &rstd, &w));
+/* ---------------------------------------------------------------- the gradient rule */
+
+/* The node keeps one int (batch norm: training; layer norm: the normalized dims; group norm:
+ * num_groups) and, for batch norm, eps. */
+static ampc_status norm_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
+    const ampc_tensor *saved[4]; /* input, mean, 1/std (or variance), and the weight when given */
+    AMPC_TRY(nn_rule_saved(node, 4, saved));
+    const ampc_tensor *x = saved[0], *mean = saved[1], *inv = saved[2], *w = saved[3];
     if (!grads[0]) return AMPC_OK;
-    return ampc_native_group_norm_backward(grads[0], x, node->attrs.ints[0], mean, rstd, w, node->needs_input_grad,
-                                           &grad_inputs[0], &grad_inputs[1], &grad_inputs[2]);
+    const bool *need = node->needs_input_grad;
+    int64_t k = node->attrs.ints[0];
+    ampc_tensor **gi = grad_inputs;
+    if (node->rule == &batch_norm_rule)
+        return ampc_native_batch_norm_backward(grads[0], x, w, mean, inv, k != 0,
+                                               ampc_scalar_to_double(node->attrs.scalars[0]), need, &gi[0], &gi[1],
+                                               &gi[2]);
+    if (node->rule == &layer_norm_rule)
+        return ampc_native_layer_norm_backward(grads[0], x, (int)k, mean, inv, w, need, &gi[0], &gi[1], &gi[2]);
+    return ampc_native_group_norm_backward(grads[0], x, k, mean, inv, w, need, &gi[0], &gi[1], &gi[2]);
 }

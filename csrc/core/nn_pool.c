@@ -159,19 +159,14 @@ static ampc_tensor *run_pool(ampc_op op, const ampc_tensor *src, ampc_tensor *ds
             st = ampc_dispatch_adaptive_pool2d(op, &(ampc_adaptive_pool2d_args){.out = dst, .in = src});
         }
     }
-    if (st != AMPC_OK) {
-        ampc_tensor_decref(dst);
-        return NULL;
-    }
-    return dst;
+    return nn_finish(st, dst, 0, NULL);
 }
 
 /* ---------------------------------------------------------------- max_pool2d */
 
 static ampc_status max_pool_backward_rule(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs) {
-    AMPC_TRY(nn_first_order_only(node));
-    const ampc_tensor *indices = ampc_node_saved(node, 0);
-    if (!indices) return ampc_last_status();
+    const ampc_tensor *indices;
+    AMPC_TRY(nn_rule_saved(node, 1, &indices));
     if (!grads[0]) return AMPC_OK;
     grad_inputs[0] = ampc_max_pool2d_backward(grads[0], node->in_ndim[0], node->in_shape[0], indices);
     return grad_inputs[0] ? AMPC_OK : ampc_last_status();
@@ -233,13 +228,7 @@ ampc_tensor *ampc_max_pool2d_backward(const ampc_tensor *grad_out, int ndim, con
         ampc_max_pool2d_backward_args a = {.grad_x = gx4, .grad_y = g4, .indices = ic};
         if (ampc_numel(gx4) > 0) st = ampc_dispatch_max_pool2d_backward(AMPC_OP_MAX_POOL2D_BACKWARD, &a);
     }
-    ampc_tensor_decref(ic);
-    ampc_tensor_decref(g4);
-    if (st != AMPC_OK) {
-        ampc_tensor_decref(gx4);
-        return NULL;
-    }
-    return pool_result(gx4, ndim);
+    return pool_result(nn_finish(st, gx4, 2, (ampc_tensor *[]){ic, g4}), ndim);
 }
 
 /* ---------------------------------------------------------------- avg_pool2d */

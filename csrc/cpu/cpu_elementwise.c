@@ -81,34 +81,39 @@ typedef struct ew_ctx {
 
 /* ------------------------------------------------------------------ loop generators */
 
+/* One row of out = EXPR(VAR), VAR running along the row at d[VAR_SLOT]: blocks widened and
+ * narrowed through the block converters when both are contiguous, else element by element. */
+#define EW_ROW_ONE_INPUT(SUF, CT, VT, OSUF, OCT, EXPR, VAR, VAR_SLOT)                \
+    if (s[0] == SZ(OCT) && s[VAR_SLOT] == SZ(CT) && EW_BLOCKED_##SUF) {               \
+        for (int64_t k0 = 0; k0 < n; k0 += EW_BLOCK) {                                \
+            int64_t m = n - k0 < EW_BLOCK ? n - k0 : EW_BLOCK;                        \
+            VT vs[EW_BLOCK], r[EW_BLOCK];                                             \
+            EW_WIDEN_##SUF((const CT *)d[VAR_SLOT] + k0, vs, m);                      \
+            for (int64_t k = 0; k < m; k++) {                                         \
+                VT VAR = vs[k];                                                       \
+                r[k] = (VT)(EXPR);                                                    \
+            }                                                                         \
+            EW_NARROW_##OSUF(r, (OCT *)d[0] + k0, m);                                 \
+        }                                                                             \
+    } else if (s[0] == SZ(OCT) && s[VAR_SLOT] == SZ(CT)) {                            \
+        OCT *o = (OCT *)d[0];                                                         \
+        const CT *pv = (const CT *)d[VAR_SLOT];                                       \
+        for (int64_t k = 0; k < n; k++) {                                             \
+            VT VAR = AMPC_LOAD_##SUF(pv + k);                                         \
+            AMPC_STORE_##OSUF(o + k, (EXPR));                                         \
+        }                                                                             \
+    } else {                                                                          \
+        for (int64_t k = 0; k < n; k++) {                                             \
+            VT VAR = AMPC_LOAD_##SUF(d[VAR_SLOT] + k * s[VAR_SLOT]);                  \
+            AMPC_STORE_##OSUF(d[0] + k * s[0], (EXPR));                               \
+        }                                                                             \
+    }
+
 /* out = EXPR(x) */
 #define DEF_UNARY(ID, SUF, CT, VT, OSUF, OCT, EXPR)                                        \
     static void ew_##ID##_##SUF(char **d, const int64_t *s, int64_t n, const void *ctxp) { \
-        EW_PARAMS(SUF, VT);                                                                     \
-        if (s[0] == SZ(OCT) && s[1] == SZ(CT) && EW_BLOCKED_##SUF) {                       \
-            for (int64_t k0 = 0; k0 < n; k0 += EW_BLOCK) {                                 \
-                int64_t m = n - k0 < EW_BLOCK ? n - k0 : EW_BLOCK;                         \
-                VT xs[EW_BLOCK], r[EW_BLOCK];                                              \
-                EW_WIDEN_##SUF((const CT *)d[1] + k0, xs, m);                              \
-                for (int64_t k = 0; k < m; k++) {                                          \
-                    VT x = xs[k];                                                          \
-                    r[k] = (VT)(EXPR);                                                     \
-                }                                                                          \
-                EW_NARROW_##OSUF(r, (OCT *)d[0] + k0, m);                                  \
-            }                                                                              \
-        } else if (s[0] == SZ(OCT) && s[1] == SZ(CT)) {                                    \
-            OCT *o = (OCT *)d[0];                                                          \
-            const CT *in = (const CT *)d[1];                                               \
-            for (int64_t k = 0; k < n; k++) {                                              \
-                VT x = AMPC_LOAD_##SUF(in + k);                                            \
-                AMPC_STORE_##OSUF(o + k, (EXPR));                                          \
-            }                                                                              \
-        } else {                                                                           \
-            for (int64_t k = 0; k < n; k++) {                                              \
-                VT x = AMPC_LOAD_##SUF(d[1] + k * s[1]);                                   \
-                AMPC_STORE_##OSUF(d[0] + k * s[0], (EXPR));                                \
-            }                                                                              \
-        }                                                                                  \
+        EW_PARAMS(SUF, VT);                                                                \
+        EW_ROW_ONE_INPUT(SUF, CT, VT, OSUF, OCT, EXPR, x, 1)                               \
     }
 
 /* One row of out = EXPR(a, b) where the operand named FIXED is the constant FIXED_VALUE and the
@@ -116,30 +121,7 @@ typedef struct ew_ctx {
 #define EW_ROW_WITH_CONSTANT(SUF, CT, VT, OSUF, OCT, EXPR, FIXED, FIXED_VALUE, VAR, VAR_SLOT) \
     {                                                                                         \
         const VT FIXED = (FIXED_VALUE);                                                       \
-        if (s[0] == SZ(OCT) && s[VAR_SLOT] == SZ(CT) && EW_BLOCKED_##SUF) {                   \
-            for (int64_t k0 = 0; k0 < n; k0 += EW_BLOCK) {                                    \
-                int64_t m = n - k0 < EW_BLOCK ? n - k0 : EW_BLOCK;                            \
-                VT vs[EW_BLOCK], r[EW_BLOCK];                                                 \
-                EW_WIDEN_##SUF((const CT *)d[VAR_SLOT] + k0, vs, m);                          \
-                for (int64_t k = 0; k < m; k++) {                                             \
-                    VT VAR = vs[k];                                                           \
-                    r[k] = (VT)(EXPR);                                                        \
-                }                                                                             \
-                EW_NARROW_##OSUF(r, (OCT *)d[0] + k0, m);                                     \
-            }                                                                                 \
-        } else if (s[0] == SZ(OCT) && s[VAR_SLOT] == SZ(CT)) {                                \
-            OCT *o = (OCT *)d[0];                                                             \
-            const CT *pv = (const CT *)d[VAR_SLOT];                                           \
-            for (int64_t k = 0; k < n; k++) {                                                 \
-                VT VAR = AMPC_LOAD_##SUF(pv + k);                                             \
-                AMPC_STORE_##OSUF(o + k, (EXPR));                                             \
-            }                                                                                 \
-        } else {                                                                              \
-            for (int64_t k = 0; k < n; k++) {                                                 \
-                VT VAR = AMPC_LOAD_##SUF(d[VAR_SLOT] + k * s[VAR_SLOT]);                      \
-                AMPC_STORE_##OSUF(d[0] + k * s[0], (EXPR));                                   \
-            }                                                                                 \
-        }                                                                                     \
+        EW_ROW_ONE_INPUT(SUF, CT, VT, OSUF, OCT, EXPR, VAR, VAR_SLOT)                         \
     }
 
 /* out = EXPR(a, b): ew_ID_SUF over (out, a, b), ew_ID_sb_SUF over (out, a) with b = P2. */

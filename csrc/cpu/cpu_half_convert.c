@@ -10,38 +10,40 @@
 
 #include <string.h>
 
+/* A conversion kernel: STEP converts elements [i, i + W) (W = 1: plain C), the tail goes
+ * element by element through half.h's SCALAR. */
+#define F16_KERNEL(NAME, ATTR, W, SRC_T, DST_T, STEP, SCALAR)             \
+    ATTR static void NAME(const SRC_T *src, DST_T *dst, int64_t n) {      \
+        int64_t i = 0;                                                    \
+        for (; i + W <= n; i += W) STEP;                                  \
+        for (; i < n; i++) dst[i] = SCALAR(src[i]);                       \
+    }
+
+#define F16_PLAIN_STEP(SCALAR) dst[i] = SCALAR(src[i])
+F16_KERNEL(f16_to_f32_plain, , 1, ampc_half, float, F16_PLAIN_STEP(ampc_half_to_f32), ampc_half_to_f32)
+F16_KERNEL(f32_to_f16_plain, , 1, float, ampc_half, F16_PLAIN_STEP(ampc_f32_to_half), ampc_f32_to_half)
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define AMPC_X86 1
+#define F16_RND (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 
-__attribute__((target("avx512f"))) static void f16_to_f32_avx512(const ampc_half *src, float *dst, int64_t n) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + i))));
-    for (; i < n; i++) dst[i] = ampc_half_to_f32(src[i]);
-}
-
-__attribute__((target("avx512f"))) static void f32_to_f16_avx512(const float *src, ampc_half *dst, int64_t n) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i *)(dst + i),
-                            _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    for (; i < n; i++) dst[i] = ampc_f32_to_half(src[i]);
-}
-
-__attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(const ampc_half *src, float *dst, int64_t n) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
-    for (; i < n; i++) dst[i] = ampc_half_to_f32(src[i]);
-}
-
-__attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(const float *src, ampc_half *dst, int64_t n) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(dst + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    for (; i < n; i++) dst[i] = ampc_f32_to_half(src[i]);
-}
+F16_KERNEL(f16_to_f32_avx512, __attribute__((target("avx512f"))), 16, ampc_half, float,
+           _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + i)))),
+           ampc_half_to_f32)
+F16_KERNEL(f32_to_f16_avx512, __attribute__((target("avx512f"))), 16, float, ampc_half,
+           _mm256_storeu_si256((__m256i *)(dst + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), F16_RND)),
+           ampc_f32_to_half)
+F16_KERNEL(f16_to_f32_f16c, __attribute__((target("avx,f16c"))), 8, ampc_half, float,
+           _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i)))), ampc_half_to_f32)
+F16_KERNEL(f32_to_f16_f16c, __attribute__((target("avx,f16c"))), 8, float, ampc_half,
+           _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), F16_RND)),
+           ampc_f32_to_half)
+#else /* level 0 only: the plain kernels stand in for the vector ones */
+#define f16_to_f32_avx512 f16_to_f32_plain
+#define f32_to_f16_avx512 f32_to_f16_plain
+#define f16_to_f32_f16c f16_to_f32_plain
+#define f32_to_f16_f16c f32_to_f16_plain
 #endif
 
 /* 2: AVX-512, 1: F16C, 0: plain C. Computed once; the race of two first calls is benign. */
@@ -59,27 +61,18 @@ static int f16_level(void) {
     return l;
 }
 
-void ampc_cpu_f16_to_f32(const ampc_half *src, float *dst, int64_t n) {
-#ifdef AMPC_X86
-    switch (f16_level()) {
-    case 2: f16_to_f32_avx512(src, dst, n); return;
-    case 1: f16_to_f32_f16c(src, dst, n); return;
-    default: break;
+/* An entry point: the kernel of the CPU's level, called directly. */
+#define F16_ENTRY(NAME, SRC_T, DST_T, STEM)                                \
+    void NAME(const SRC_T *src, DST_T *dst, int64_t n) {                  \
+        switch (f16_level()) {                                            \
+        case 2: STEM##_avx512(src, dst, n); return;                       \
+        case 1: STEM##_f16c(src, dst, n); return;                         \
+        default: STEM##_plain(src, dst, n); return;                       \
+        }                                                                 \
     }
-#endif
-    for (int64_t i = 0; i < n; i++) dst[i] = ampc_half_to_f32(src[i]);
-}
 
-void ampc_cpu_f32_to_f16(const float *src, ampc_half *dst, int64_t n) {
-#ifdef AMPC_X86
-    switch (f16_level()) {
-    case 2: f32_to_f16_avx512(src, dst, n); return;
-    case 1: f32_to_f16_f16c(src, dst, n); return;
-    default: break;
-    }
-#endif
-    for (int64_t i = 0; i < n; i++) dst[i] = ampc_f32_to_half(src[i]);
-}
+F16_ENTRY(ampc_cpu_f16_to_f32, ampc_half, float, f16_to_f32)
+F16_ENTRY(ampc_cpu_f32_to_f16, float, ampc_half, f32_to_f16)
 
 void ampc_cpu_bf16_to_f32(const ampc_bfloat16 *src, float *dst, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = ampc_bf16_to_f32(src[i]);

@@ -97,36 +97,50 @@ int64_t nn_get_index(ampc_dtype dt, const void *base, int64_t i) {
     }
 }
 
-/* ---------------------------------------------------------------- tiles (cpu_nn_common.h) */
+/* ---------------------------------------------------------------- the parallel loop */
 
-ampc_status nn_run_tiles(ampc_op op, int64_t outer, int64_t d, int64_t inner, int n_buf, tile_fn fn,
-                             const void *ctx) {
-    int64_t extra = 2 * NN_TILE_W;
-    int64_t blocks = (inner + NN_TILE_W - 1) / NN_TILE_W, tasks = outer * blocks;
-    int64_t tw = inner < NN_TILE_W ? inner : NN_TILE_W;
+ampc_status nn_run_tasks(ampc_op op, int64_t tasks, int threads, int64_t scratch, nn_task_fn fn, void *ctx) {
     bool failed = false;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(nn_threads(outer * d * inner))
+#pragma omp parallel num_threads(threads)
+#else
+    (void)threads;
 #endif
     {
-        double *bufs[4] = {NULL, NULL, NULL, NULL};
-        bool ok = true;
-        for (int i = 0; i < n_buf; i++) {
-            bufs[i] = (double *)malloc(sizeof(double) * (size_t)(extra + d * tw + 1));
-            ok = ok && bufs[i];
-        }
-        if (!ok) nn_set_flag(&failed);
+        double *buf = (double *)malloc(sizeof(double) * (size_t)(scratch > 0 ? scratch : 1));
+        if (!buf) nn_set_flag(&failed);
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-        for (int64_t t = 0; t < tasks; t++) {
-            if (!ok) continue;
-            int64_t o = t / blocks, j0 = (t % blocks) * NN_TILE_W;
-            fn(ctx, o, j0, inner - j0 < NN_TILE_W ? inner - j0 : NN_TILE_W, bufs);
-        }
-        for (int i = 0; i < n_buf; i++) free(bufs[i]);
+        for (int64_t t = 0; t < tasks; t++)
+            if (buf) fn(ctx, t, buf);
+        free(buf);
     }
     return failed ? nn_nomem(op) : AMPC_OK;
+}
+
+/* ---------------------------------------------------------------- tiles (cpu_nn_common.h) */
+
+typedef struct tile_run {
+    tile_fn fn;
+    const void *ctx;
+    int64_t inner, blocks, per_buf; /* per_buf: doubles of one of the n_buf buffers */
+    int n_buf;
+} tile_run;
+
+static void tile_task(void *vrun, int64_t t, double *buf) {
+    const tile_run *r = (const tile_run *)vrun;
+    double *bufs[4] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < r->n_buf; i++) bufs[i] = buf + i * r->per_buf;
+    int64_t o = t / r->blocks, j0 = (t % r->blocks) * NN_TILE_W;
+    r->fn(r->ctx, o, j0, r->inner - j0 < NN_TILE_W ? r->inner - j0 : NN_TILE_W, bufs);
+}
+
+ampc_status nn_run_tiles(ampc_op op, int64_t outer, int64_t d, int64_t inner, int n_buf, tile_fn fn,
+                             const void *ctx) {
+    int64_t tw = inner < NN_TILE_W ? inner : NN_TILE_W;
+    tile_run r = {fn, ctx, inner, (inner + NN_TILE_W - 1) / NN_TILE_W, 2 * NN_TILE_W + d * tw + 1, n_buf};
+    return nn_run_tasks(op, outer * r.blocks, nn_threads(outer * d * inner), n_buf * r.per_buf, tile_task, &r);
 }
 
 /* Per column j of a (d, w) tile: the max and log-sum-exp. */
@@ -139,26 +153,24 @@ void nn_tile_lse(const double *t, int64_t d, int64_t w, double *mx, double *lse)
     for (int64_t j = 0; j < w; j++) lse[j] = mx[j] + log(lse[j]);
 }
 
+/* ---------------------------------------------------------------- chunks (cpu_nn_common.h) */
+
+typedef struct chunk_run {
+    nn_chunk_fn fn;
+    void *ctx;
+    int64_t numel;
+} chunk_run;
+
+static void chunk_task(void *vrun, int64_t k, double *buf) {
+    const chunk_run *r = (const chunk_run *)vrun;
+    int64_t i0 = k * NN_CHUNK;
+    r->fn(r->ctx, k, i0, r->numel - i0 < NN_CHUNK ? r->numel - i0 : NN_CHUNK, buf);
+}
+
 ampc_status nn_run_chunks(ampc_op op, int64_t numel, int n_buf, nn_chunk_fn fn, void *ctx) {
-    int64_t chunks = (numel + NN_CHUNK - 1) / NN_CHUNK;
-    bool failed = false;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nn_threads(numel))
-#endif
-    {
-        double *buf = (double *)malloc(sizeof(double) * (size_t)n_buf * NN_CHUNK);
-        if (!buf) nn_set_flag(&failed);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (int64_t k = 0; k < chunks; k++) {
-            if (!buf) continue;
-            int64_t i0 = k * NN_CHUNK;
-            fn(ctx, k, i0, numel - i0 < NN_CHUNK ? numel - i0 : NN_CHUNK, buf);
-        }
-        free(buf);
-    }
-    return failed ? nn_nomem(op) : AMPC_OK;
+    chunk_run r = {fn, ctx, numel};
+    return nn_run_tasks(op, (numel + NN_CHUNK - 1) / NN_CHUNK, nn_threads(numel), (int64_t)n_buf * NN_CHUNK,
+                        chunk_task, &r);
 }
 
 ampc_status nn_nomem(ampc_op op) {

@@ -4,7 +4,12 @@
  * into a double buffer, worked on there, and stored once (fp16/bf16 rounded once, as the op
  * contract asks). The per-dtype switch sits outside the element loops, so both the conversion
  * loops and the arithmetic on the buffers vectorize. Only the GEMM inside convolutions and
- * attention runs in the storage dtype (cpu_gemm.c). */
+ * attention runs in the storage dtype (cpu_gemm.c).
+ *
+ * A parallel loop that works in double buffers is nn_run_tasks: the kernel writes a task function
+ * (one plane, row, channel, tile or chunk, in the thread's scratch) and a context struct, and the
+ * runner owns the OpenMP region, the scratch and the out-of-memory report. Loops that need no
+ * buffer (a row gather, im2col, nll's per-row picks) stay plain `omp parallel for`. */
 #ifndef AMPC_CPU_NN_COMMON_H
 #define AMPC_CPU_NN_COMMON_H
 
@@ -56,12 +61,33 @@ static inline void nn_store_tile(ampc_dtype dt, void *base, int64_t i0, int64_t 
     for (int64_t r = 0; r < d; r++) nn_store(dt, base, i0 + r * inner, 1, w, buf + r * w);
 }
 
+/* Threads a loop of `work` elements should use (1 below the grain). */
+static inline int nn_threads(int64_t work) {
+#ifdef _OPENMP
+    return work >= NN_PARALLEL_GRAIN ? omp_get_max_threads() : 1;
+#else
+    (void)work;
+    return 1;
+#endif
+}
+
+/* fn(ctx, t, buf): task t of a parallel loop (a plane, a row, a channel, a tile, a chunk); buf
+ * is this thread's scratch. */
+typedef void (*nn_task_fn)(void *ctx, int64_t t, double *buf);
+
+/* The one parallel loop of the CPU nn kernels: fn(ctx, t, buf) for every t < tasks, on `threads`
+ * threads (static schedule), buf a per-thread scratch of `scratch` doubles allocated once per
+ * thread. fn is called once per task, never per element, so the element loops inside it stay
+ * hot. NOMEM naming op when a buffer cannot be had (no task runs on that thread then). Failures
+ * inside a task are flags in ctx (nn_set_flag), read after the loop. */
+ampc_status nn_run_tasks(ampc_op op, int64_t tasks, int threads, int64_t scratch, nn_task_fn fn, void *ctx);
+
 /* fn(ctx, o, j0, w, bufs): one tile, outer index o, columns [j0, j0 + w); bufs are this thread's
  * n_buf scratch arrays, each room for a (D, w) tile and two more rows of NN_TILE_W. */
 typedef void (*tile_fn)(const void *ctx, int64_t o, int64_t j0, int64_t w, double **bufs);
 
-/* Runs fn over the (outer, D, inner) view in (D, NN_TILE_W) tiles, in parallel, each thread with
- * n_buf (<= 4) scratch buffers; NOMEM naming op when a buffer cannot be had. */
+/* Runs fn over the (outer, D, inner) view in (D, NN_TILE_W) tiles (nn_run_tasks), each thread
+ * with n_buf (<= 4) scratch buffers. */
 ampc_status nn_run_tiles(ampc_op op, int64_t outer, int64_t d, int64_t inner, int n_buf, tile_fn fn, const void *ctx);
 /* Per column j of a (d, w) tile: the max and log-sum-exp. */
 void nn_tile_lse(const double *t, int64_t d, int64_t w, double *mx, double *lse);
@@ -73,19 +99,8 @@ void nn_tile_lse(const double *t, int64_t d, int64_t w, double *mx, double *lse)
 /* fn(ctx, k, i0, n, buf): chunk k of a flat loop, elements [i0, i0 + n) with n <= NN_CHUNK; buf
  * is this thread's scratch of n_buf * NN_CHUNK doubles. */
 typedef void (*nn_chunk_fn)(void *ctx, int64_t k, int64_t i0, int64_t n, double *buf);
-/* Runs fn over the chunks of numel elements, in parallel; NOMEM naming op when a buffer cannot
- * be had. */
+/* Runs fn over the chunks of numel elements (nn_run_tasks). */
 ampc_status nn_run_chunks(ampc_op op, int64_t numel, int n_buf, nn_chunk_fn fn, void *ctx);
-
-/* Threads a loop of `work` elements should use (1 below the grain). */
-static inline int nn_threads(int64_t work) {
-#ifdef _OPENMP
-    return work >= NN_PARALLEL_GRAIN ? omp_get_max_threads() : 1;
-#else
-    (void)work;
-    return 1;
-#endif
-}
 
 /* Registration of each kernel file; ampc_cpu_register_nn (cpu_backend.h) calls them all. */
 void ampc_cpu_register_nn_conv(void);    /* cpu_nn_conv.c: IM2COL, COL2IM */

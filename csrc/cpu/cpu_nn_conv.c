@@ -101,47 +101,42 @@ static ampc_status cpu_im2col(ampc_op op, const ampc_kernel_args *args) {
     return AMPC_OK;
 }
 
+typedef struct col2im_ctx {
+    conv_geom g;
+    const ampc_tensor *cols;
+    ampc_tensor *x;
+} col2im_ctx;
+
+/* Plane (n, c) of x: the sum of its kh * kw column rows, each oh * ow long, in double.
+ * buf: the plane (h * w) and one row (oh * ow). */
+static void col2im_task(void *vctx, int64_t p, double *buf) {
+    const col2im_ctx *c = (const col2im_ctx *)vctx;
+    const conv_geom *g = &c->g;
+    int64_t kk = g->kh * g->kw, l = g->oh * g->ow, hw = g->h * g->w;
+    double *acc = buf, *row = buf + hw;
+    memset(acc, 0, sizeof(double) * (size_t)hw);
+    for (int64_t ki = 0; ki < g->kh; ki++)
+        for (int64_t kj = 0; kj < g->kw; kj++) {
+            nn_load(c->cols->dtype, ampc_data_ptr(c->cols), (p * kk + ki * g->kw + kj) * l, 1, l, row);
+            int64_t lo, hi;
+            valid_range(g->ow, g->sw, g->pw, kj * g->dw, g->w, &lo, &hi);
+            for (int64_t oh = 0; oh < g->oh; oh++) {
+                int64_t ih = oh * g->sh - g->ph + ki * g->dh;
+                if (ih < 0 || ih >= g->h) continue;
+                int64_t base = ih * g->w - g->pw + kj * g->dw; /* + ow * sw: inside the row */
+                const double *r = row + oh * g->ow;
+                for (int64_t ow = lo; ow < hi; ow++) acc[base + ow * g->sw] += r[ow];
+            }
+        }
+    nn_store(c->x->dtype, ampc_data_ptr(c->x), p * hw, 1, hw, acc);
+}
+
 static ampc_status cpu_col2im(ampc_op op, const ampc_kernel_args *args) {
     const ampc_im2col_args *a = ampc_args_im2col(args);
     if (!a) return ampc_last_status();
-    const ampc_tensor *cols = a->in;
-    ampc_tensor *x = a->out;
-    conv_geom g = geom_of(x, a);
-    int64_t kk = g.kh * g.kw, l = g.oh * g.ow, planes = g.n * g.c, hw = g.h * g.w;
-    const void *src = ampc_data_ptr(cols);
-    void *dst = ampc_data_ptr(x);
-    bool failed = false;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(conv_threads(planes * kk * l))
-#endif
-    {
-        double *acc = (double *)malloc(sizeof(double) * (size_t)(hw + l));
-        if (!acc) nn_set_flag(&failed);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (int64_t p = 0; p < planes; p++) {
-            if (!acc) continue;
-            double *row = acc + hw;
-            memset(acc, 0, sizeof(double) * (size_t)hw);
-            for (int64_t ki = 0; ki < g.kh; ki++)
-                for (int64_t kj = 0; kj < g.kw; kj++) {
-                    nn_load(cols->dtype, src, (p * kk + ki * g.kw + kj) * l, 1, l, row);
-                    int64_t lo, hi;
-                    valid_range(g.ow, g.sw, g.pw, kj * g.dw, g.w, &lo, &hi);
-                    for (int64_t oh = 0; oh < g.oh; oh++) {
-                        int64_t ih = oh * g.sh - g.ph + ki * g.dh;
-                        if (ih < 0 || ih >= g.h) continue;
-                        int64_t base = ih * g.w - g.pw + kj * g.dw; /* + ow * sw: inside the row */
-                        const double *r = row + oh * g.ow;
-                        for (int64_t ow = lo; ow < hi; ow++) acc[base + ow * g.sw] += r[ow];
-                    }
-                }
-            nn_store(x->dtype, dst, p * hw, 1, hw, acc);
-        }
-        free(acc);
-    }
-    return failed ? nn_nomem(op) : AMPC_OK;
+    col2im_ctx c = {.g = geom_of(a->out, a), .cols = a->in, .x = a->out};
+    int64_t kk = c.g.kh * c.g.kw, l = c.g.oh * c.g.ow, planes = c.g.n * c.g.c;
+    return nn_run_tasks(op, planes, conv_threads(planes * kk * l), c.g.h * c.g.w + l, col2im_task, &c);
 }
 
 void ampc_cpu_register_nn_conv(void) {

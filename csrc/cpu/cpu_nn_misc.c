@@ -47,15 +47,37 @@ static ampc_status cpu_embedding(ampc_op op, const ampc_kernel_args *args) {
     return bad ? ampc_set_error(AMPC_E_INDEX, "index out of range in self") : AMPC_OK;
 }
 
+typedef struct embedding_grad_ctx {
+    const ampc_tensor *g;
+    ampc_tensor *gw;
+    const int64_t *start, *order; /* the positions of index k: order[start[k] .. start[k + 1]) */
+    int64_t padding_idx;
+    bool by_freq;
+} embedding_grad_ctx;
+
+/* Weight row k's grad: the grad rows of its positions summed in order. buf: 2 * d doubles. */
+static void embedding_grad_row(void *vctx, int64_t k, double *buf) {
+    const embedding_grad_ctx *c = (const embedding_grad_ctx *)vctx;
+    int64_t d = c->gw->shape[1], b = c->start[k], e = c->start[k + 1];
+    double *acc = buf, *row = buf + d;
+    memset(acc, 0, sizeof(double) * (size_t)d);
+    if (k != c->padding_idx)
+        for (int64_t j = b; j < e; j++) {
+            nn_load(c->g->dtype, ampc_data_ptr(c->g), c->order[j] * d, 1, d, row);
+            for (int64_t i = 0; i < d; i++) acc[i] += row[i];
+        }
+    if (c->by_freq && e > b)
+        for (int64_t i = 0; i < d; i++) acc[i] /= (double)(e - b);
+    nn_store(c->gw->dtype, ampc_data_ptr(c->gw), k * d, 1, d, acc);
+}
+
 static ampc_status cpu_embedding_backward(ampc_op op, const ampc_kernel_args *args) {
     const ampc_embedding_backward_args *a = ampc_args_embedding_backward(args);
     if (!a) return ampc_last_status();
     const ampc_tensor *g = a->grad, *idx = a->indices;
     ampc_tensor *gw = a->grad_weight;
     int64_t n = ampc_numel(idx), v = gw->shape[0], d = gw->shape[1];
-    int64_t padding_idx = a->padding_idx;
-    bool by_freq = a->scale_grad_by_freq;
-    const void *ip = ampc_data_ptr(idx), *gp = ampc_data_ptr(g);
+    const void *ip = ampc_data_ptr(idx);
     /* counting sort of the positions by index value: start[k] .. start[k + 1] in order[] */
     int64_t *start = (int64_t *)calloc((size_t)(v + 2), sizeof(int64_t));
     int64_t *order = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
@@ -73,34 +95,11 @@ static ampc_status cpu_embedding_backward(ampc_op op, const ampc_kernel_args *ar
     }
     for (int64_t k = 2; k < v + 2; k++) start[k] += start[k - 1];
     for (int64_t i = 0; i < n; i++) order[start[nn_get_index(idx->dtype, ip, i) + 1]++] = i;
-    bool failed = false;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nn_threads(n * d + v * d))
-#endif
-    {
-        double *buf = (double *)malloc(sizeof(double) * (size_t)(2 * d + 1));
-        if (!buf) nn_set_flag(&failed);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (int64_t k = 0; k < v; k++) {
-            if (!buf) continue;
-            double *acc = buf, *row = buf + d;
-            memset(acc, 0, sizeof(double) * (size_t)d);
-            int64_t b = start[k], e = start[k + 1];
-            if (k != padding_idx)
-                for (int64_t j = b; j < e; j++) {
-                    nn_load(g->dtype, gp, order[j] * d, 1, d, row);
-                    for (int64_t c = 0; c < d; c++) acc[c] += row[c];
-                }
-            if (by_freq && e > b)
-                for (int64_t c = 0; c < d; c++) acc[c] /= (double)(e - b);
-            nn_store(gw->dtype, ampc_data_ptr(gw), k * d, 1, d, acc);
-        }
-        free(buf);
-    }
+    embedding_grad_ctx c = {.g = g, .gw = gw, .start = start, .order = order, .padding_idx = a->padding_idx,
+                            .by_freq = a->scale_grad_by_freq};
+    ampc_status st = nn_run_tasks(op, v, nn_threads(n * d + v * d), 2 * d, embedding_grad_row, &c);
     free(start), free(order);
-    return failed ? nn_nomem(op) : AMPC_OK;
+    return st;
 }
 
 /* ---------------------------------------------------------------- dropout */

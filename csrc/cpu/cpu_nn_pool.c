@@ -33,20 +33,22 @@ static void set_window(pool_geom *g, const int64_t *k, const int64_t *s, const i
     g->kh = k[0], g->kw = k[1], g->sh = s[0], g->sw = s[1], g->ph = p[0], g->pw = p[1], g->dh = d[0], g->dw = d[1];
 }
 
-/* Per-thread buffers for one input plane and one output plane, freed at the end of the region. */
-typedef struct plane_bufs {
-    double *in, *out;
-} plane_bufs;
+/* What a pooling kernel's tasks (one (n, c) plane each) read. src and dst: x and y forward, grad
+ * y and grad x backward. A task's scratch holds an input plane (H, W) and an output plane
+ * (OH, OW): in = buf, out = buf + H * W. */
+typedef struct pool_ctx {
+    ampc_op op;
+    pool_geom g;
+    const ampc_tensor *src;
+    ampc_tensor *dst;
+    int64_t *indices;  /* max_pool2d: written; max_pool2d_backward: read */
+    bool bad_index;    /* max_pool2d_backward: an index outside the plane */
+} pool_ctx;
 
-static bool bufs_alloc(plane_bufs *b, const pool_geom *g) {
-    b->in = (double *)malloc(sizeof(double) * (size_t)(g->h * g->w > 0 ? g->h * g->w : 1));
-    b->out = (double *)malloc(sizeof(double) * (size_t)(g->oh * g->ow > 0 ? g->oh * g->ow : 1));
-    return b->in && b->out;
-}
-
-static void bufs_free(plane_bufs *b) {
-    free(b->in);
-    free(b->out);
+/* Runs task over the planes of c, each thread with room for one input and one output plane. */
+static ampc_status run_planes(ampc_op op, pool_ctx *c, int64_t work, nn_task_fn task) {
+    int64_t hw = c->g.h * c->g.w, ohw = c->g.oh * c->g.ow;
+    return nn_run_tasks(op, c->g.planes, nn_threads(work), hw + ohw, task, c);
 }
 
 /* ---------------------------------------------------------------- max */
@@ -110,79 +112,50 @@ static void max_plane(const pool_geom *g, const double *in, double *out, int64_t
     }
 }
 
+static void max_pool_task(void *vctx, int64_t p, double *buf) {
+    pool_ctx *c = (pool_ctx *)vctx;
+    int64_t hw = c->g.h * c->g.w, ohw = c->g.oh * c->g.ow;
+    nn_load(c->src->dtype, ampc_data_ptr(c->src), p * hw, 1, hw, buf);
+    max_plane(&c->g, buf, buf + hw, c->indices + p * ohw);
+    nn_store(c->dst->dtype, ampc_data_ptr(c->dst), p * ohw, 1, ohw, buf + hw);
+}
+
 static ampc_status cpu_max_pool2d(ampc_op op, const ampc_kernel_args *args) {
     const ampc_max_pool2d_args *a = ampc_args_max_pool2d(args);
     if (!a) return ampc_last_status();
-    const ampc_tensor *x = a->x;
-    ampc_tensor *y = a->y, *ind = a->indices;
-    pool_geom g = geom_of(x, y);
-    set_window(&g, a->kernel, a->stride, a->padding, a->dilation);
-    int64_t hw = g.h * g.w, ohw = g.oh * g.ow;
-    const void *xp = ampc_data_ptr(x);
-    void *yp = ampc_data_ptr(y);
-    int64_t *ip = (int64_t *)ampc_data_ptr(ind);
-    bool failed = false;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nn_threads(g.planes * ohw * g.kh * g.kw))
-#endif
-    {
-        plane_bufs b;
-        bool ok = bufs_alloc(&b, &g);
-        if (!ok) nn_set_flag(&failed);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (int64_t p = 0; p < g.planes; p++) {
-            if (!ok) continue;
-            nn_load(x->dtype, xp, p * hw, 1, hw, b.in);
-            max_plane(&g, b.in, b.out, ip + p * ohw);
-            nn_store(y->dtype, yp, p * ohw, 1, ohw, b.out);
+    pool_ctx c = {.op = op, .g = geom_of(a->x, a->y), .src = a->x, .dst = a->y,
+                  .indices = (int64_t *)ampc_data_ptr(a->indices)};
+    set_window(&c.g, a->kernel, a->stride, a->padding, a->dilation);
+    return run_planes(op, &c, c.g.planes * c.g.oh * c.g.ow * c.g.kh * c.g.kw, max_pool_task);
+}
+
+/* Grad x of one plane: each grad y element added at its window's max. */
+static void max_pool_backward_task(void *vctx, int64_t p, double *buf) {
+    pool_ctx *c = (pool_ctx *)vctx;
+    int64_t hw = c->g.h * c->g.w, ohw = c->g.oh * c->g.ow;
+    const int64_t *ip = c->indices + p * ohw;
+    double *acc = buf, *g = buf + hw;
+    memset(acc, 0, sizeof(double) * (size_t)hw);
+    nn_load(c->src->dtype, ampc_data_ptr(c->src), p * ohw, 1, ohw, g);
+    for (int64_t k = 0; k < ohw; k++) {
+        if (ip[k] < 0 || ip[k] >= hw) {
+            nn_set_flag(&c->bad_index); /* indices from elsewhere than max_pool2d */
+            continue;
         }
-        bufs_free(&b);
+        acc[ip[k]] += g[k];
     }
-    return failed ? nn_nomem(op) : AMPC_OK;
+    nn_store(c->dst->dtype, ampc_data_ptr(c->dst), p * hw, 1, hw, acc);
 }
 
 static ampc_status cpu_max_pool2d_backward(ampc_op op, const ampc_kernel_args *args) {
     const ampc_max_pool2d_backward_args *a = ampc_args_max_pool2d_backward(args);
     if (!a) return ampc_last_status();
-    const ampc_tensor *gy = a->grad_y, *ind = a->indices;
-    ampc_tensor *gx = a->grad_x;
-    int64_t planes = gx->shape[0] * gx->shape[1], hw = gx->shape[2] * gx->shape[3];
-    int64_t ohw = gy->shape[2] * gy->shape[3];
-    const void *gp = ampc_data_ptr(gy);
-    const int64_t *ip = (const int64_t *)ampc_data_ptr(ind);
-    void *xp = ampc_data_ptr(gx);
-    bool failed = false, bad_index = false;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nn_threads(planes * (hw + ohw)))
-#endif
-    {
-        double *acc = (double *)malloc(sizeof(double) * (size_t)(hw + ohw + 1));
-        if (!acc) nn_set_flag(&failed);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (int64_t p = 0; p < planes; p++) {
-            if (!acc) continue;
-            double *g = acc + hw;
-            memset(acc, 0, sizeof(double) * (size_t)hw);
-            nn_load(gy->dtype, gp, p * ohw, 1, ohw, g);
-            for (int64_t k = 0; k < ohw; k++) {
-                int64_t i = ip[p * ohw + k];
-                if (i < 0 || i >= hw) {
-                    nn_set_flag(&bad_index); /* indices from elsewhere than max_pool2d */
-                    continue;
-                }
-                acc[i] += g[k];
-            }
-            nn_store(gx->dtype, xp, p * hw, 1, hw, acc);
-        }
-        free(acc);
-    }
-    if (failed) return nn_nomem(op);
-    if (bad_index) return ampc_set_error(AMPC_E_INDEX, "max_pool2d_backward: an index is outside the input plane");
-    return AMPC_OK;
+    pool_ctx c = {.op = op, .g = geom_of(a->grad_x, a->grad_y), .src = a->grad_y, .dst = a->grad_x,
+                  .indices = (int64_t *)ampc_data_ptr(a->indices)};
+    ampc_status st = run_planes(op, &c, c.g.planes * (c.g.h * c.g.w + c.g.oh * c.g.ow), max_pool_backward_task);
+    if (st == AMPC_OK && c.bad_index)
+        return ampc_set_error(AMPC_E_INDEX, "max_pool2d_backward: an index is outside the input plane");
+    return st;
 }
 
 /* ---------------------------------------------------------------- average */
@@ -254,46 +227,36 @@ static void avg_plane_backward(ampc_op op, const pool_geom *g, const double *gou
         }
 }
 
+static bool is_avg_backward(ampc_op op) {
+    return op == AMPC_OP_AVG_POOL2D_BACKWARD || op == AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD;
+}
+
+static void avg_pool_task(void *vctx, int64_t p, double *buf) {
+    const pool_ctx *c = (const pool_ctx *)vctx;
+    int64_t hw = c->g.h * c->g.w, ohw = c->g.oh * c->g.ow;
+    double *in = buf, *out = buf + hw;
+    if (is_avg_backward(c->op)) {
+        nn_load(c->src->dtype, ampc_data_ptr(c->src), p * ohw, 1, ohw, out);
+        avg_plane_backward(c->op, &c->g, out, in);
+        nn_store(c->dst->dtype, ampc_data_ptr(c->dst), p * hw, 1, hw, in);
+    } else {
+        nn_load(c->src->dtype, ampc_data_ptr(c->src), p * hw, 1, hw, in);
+        avg_plane(c->op, &c->g, in, out);
+        nn_store(c->dst->dtype, ampc_data_ptr(c->dst), p * ohw, 1, ohw, out);
+    }
+}
+
 /* Forward and backward of AVG_POOL2D and ADAPTIVE_AVG_POOL2D: x/gx is the (N, C, H, W) side. */
 static ampc_status avg_pool_run(ampc_op op, const ampc_tensor *src, ampc_tensor *dst, const ampc_avg_pool2d_args *w) {
-    bool backward = op == AMPC_OP_AVG_POOL2D_BACKWARD || op == AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD;
-    const ampc_tensor *x = backward ? dst : src, *y = backward ? src : dst;
-    pool_geom g = geom_of(x, y);
+    bool backward = is_avg_backward(op);
+    pool_ctx c = {.op = op, .g = backward ? geom_of(dst, src) : geom_of(src, dst), .src = src, .dst = dst};
     if (w) { /* AVG_POOL2D(_BACKWARD); adaptive windows come from the sizes */
         static const int64_t one[2] = {1, 1};
-        set_window(&g, w->kernel, w->stride, w->padding, one);
-        g.count_include_pad = w->count_include_pad;
-        g.divisor_override = w->divisor_override;
+        set_window(&c.g, w->kernel, w->stride, w->padding, one);
+        c.g.count_include_pad = w->count_include_pad;
+        c.g.divisor_override = w->divisor_override;
     }
-    int64_t hw = g.h * g.w, ohw = g.oh * g.ow;
-    const void *sp = ampc_data_ptr(src);
-    void *dp = ampc_data_ptr(dst);
-    bool failed = false;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nn_threads(g.planes * (hw + ohw)))
-#endif
-    {
-        plane_bufs b;
-        bool ok = bufs_alloc(&b, &g);
-        if (!ok) nn_set_flag(&failed);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (int64_t p = 0; p < g.planes; p++) {
-            if (!ok) continue;
-            if (backward) {
-                nn_load(src->dtype, sp, p * ohw, 1, ohw, b.out);
-                avg_plane_backward(op, &g, b.out, b.in);
-                nn_store(dst->dtype, dp, p * hw, 1, hw, b.in);
-            } else {
-                nn_load(src->dtype, sp, p * hw, 1, hw, b.in);
-                avg_plane(op, &g, b.in, b.out);
-                nn_store(dst->dtype, dp, p * ohw, 1, ohw, b.out);
-            }
-        }
-        bufs_free(&b);
-    }
-    return failed ? nn_nomem(op) : AMPC_OK;
+    return run_planes(op, &c, c.g.planes * (c.g.h * c.g.w + c.g.oh * c.g.ow), avg_pool_task);
 }
 
 static ampc_status cpu_avg_pool2d(ampc_op op, const ampc_kernel_args *args) {

@@ -85,50 +85,48 @@ static int64_t row_offset(const ampc_tensor *t, int64_t r) {
     return off;
 }
 
+typedef struct attn_ctx {
+    const ampc_tensor *s, *mask;
+    ampc_tensor *p;
+    int64_t n, l; /* scores (..., L, N) */
+    double scale;
+    bool causal;
+} attn_ctx;
+
+/* Row r of the scores: scaled, masked, softmaxed. buf: the row and its mask row (2 * n). */
+static void attn_softmax_row(void *vctx, int64_t r, double *row) {
+    const attn_ctx *c = (const attn_ctx *)vctx;
+    const ampc_tensor *mask = c->mask;
+    int64_t n = c->n, i = r % c->l;
+    double *m = row + n;
+    bool bool_mask = mask && mask->dtype == AMPC_BOOL;
+    nn_load(c->s->dtype, ampc_data_ptr(c->s), r * n, 1, n, row);
+    for (int64_t j = 0; j < n; j++) row[j] *= c->scale;
+    if (mask) { /* broadcast dims have stride 0 */
+        nn_load(mask->dtype, ampc_data_ptr(mask), row_offset(mask, r), mask->strides[mask->ndim - 1], n, m);
+        for (int64_t j = 0; j < n; j++) row[j] = bool_mask ? (m[j] != 0 ? row[j] : -INFINITY) : row[j] + m[j];
+    }
+    if (c->causal)
+        for (int64_t j = i + 1; j < n; j++) row[j] = -INFINITY;
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < n; j++) mx = row[j] > mx ? row[j] : mx;
+    if (mx == -INFINITY) { /* nothing to attend to: zeros, as PyTorch's safe softmax */
+        for (int64_t j = 0; j < n; j++) row[j] = 0;
+    } else {
+        for (int64_t j = 0; j < n; j++) sum += (row[j] = exp(row[j] - mx));
+        for (int64_t j = 0; j < n; j++) row[j] /= sum;
+    }
+    nn_store(c->p->dtype, ampc_data_ptr(c->p), r * n, 1, n, row);
+}
+
 static ampc_status cpu_attn_softmax(ampc_op op, const ampc_kernel_args *args) {
     const ampc_attn_softmax_args *a = ampc_args_attn_softmax(args);
     if (!a) return ampc_last_status();
-    const ampc_tensor *s = a->scores, *mask = a->mask;
-    ampc_tensor *p = a->probs;
-    int64_t n = s->shape[s->ndim - 1], l = s->shape[s->ndim - 2], rows = n ? ampc_numel(s) / n : 0;
-    double scale = a->scale;
-    bool causal = a->is_causal, bool_mask = mask && mask->dtype == AMPC_BOOL;
-    const void *sp = ampc_data_ptr(s);
-    void *pp = ampc_data_ptr(p);
-    bool failed = false;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nn_threads(rows * n))
-#endif
-    {
-        double *row = (double *)malloc(sizeof(double) * (size_t)(2 * n + 1)), *m = row ? row + n : NULL;
-        if (!row) nn_set_flag(&failed);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (int64_t r = 0; r < rows; r++) {
-            if (!row) continue;
-            int64_t i = r % l;
-            nn_load(s->dtype, sp, r * n, 1, n, row);
-            for (int64_t j = 0; j < n; j++) row[j] *= scale;
-            if (mask) { /* broadcast dims have stride 0 */
-                nn_load(mask->dtype, ampc_data_ptr(mask), row_offset(mask, r), mask->strides[mask->ndim - 1], n, m);
-                for (int64_t j = 0; j < n; j++) row[j] = bool_mask ? (m[j] != 0 ? row[j] : -INFINITY) : row[j] + m[j];
-            }
-            if (causal)
-                for (int64_t j = i + 1; j < n; j++) row[j] = -INFINITY;
-            double mx = -INFINITY, sum = 0;
-            for (int64_t j = 0; j < n; j++) mx = row[j] > mx ? row[j] : mx;
-            if (mx == -INFINITY) { /* nothing to attend to: zeros, as PyTorch's safe softmax */
-                for (int64_t j = 0; j < n; j++) row[j] = 0;
-            } else {
-                for (int64_t j = 0; j < n; j++) sum += (row[j] = exp(row[j] - mx));
-                for (int64_t j = 0; j < n; j++) row[j] /= sum;
-            }
-            nn_store(p->dtype, pp, r * n, 1, n, row);
-        }
-        free(row);
-    }
-    return failed ? nn_nomem(op) : AMPC_OK;
+    const ampc_tensor *s = a->scores;
+    attn_ctx c = {.s = s, .mask = a->mask, .p = a->probs, .n = s->shape[s->ndim - 1], .l = s->shape[s->ndim - 2],
+                  .scale = a->scale, .causal = a->is_causal};
+    int64_t rows = c.n ? ampc_numel(s) / c.n : 0;
+    return nn_run_tasks(op, rows, nn_threads(rows * c.n), 2 * c.n, attn_softmax_row, &c);
 }
 
 void ampc_cpu_register_nn_softmax(void) {

@@ -19,17 +19,10 @@
 #include "../core/ampc.h"
 #include "../cpu/cpu_iter.h"
 #include "cuda_backend.h"
+#include "cuda_host.h" /* AMPC_CUDA_TRY, the device switch */
 #include "cuda_layout.cuh"
 
 /* ---------------------------------------------------------------- errors */
-
-/* Returns from the enclosing function (which returns ampc_status) when a CUDA call fails. */
-#define AMPC_CUDA_TRY(call)                                                             \
-    do {                                                                                \
-        cudaError_t ampc_cuda_err_ = (call);                                            \
-        if (ampc_cuda_err_ != cudaSuccess)                                              \
-            return ampc_cuda_error((int)ampc_cuda_err_, #call, __FILE__, __LINE__);     \
-    } while (0)
 
 /* After a <<<...>>> launch: a bad configuration shows up here, without synchronising. */
 #define AMPC_CUDA_CHECK_LAUNCH() AMPC_CUDA_TRY(cudaGetLastError())
@@ -39,14 +32,9 @@
 /* Makes the tensor's GPU current for the scope and restores the previous one on exit. */
 struct ampc_cuda_guard {
     int prev, index;
-    explicit ampc_cuda_guard(int idx) : prev(0), index(idx) {
-        cudaGetDevice(&prev);
-        if (prev != index) cudaSetDevice(index);
-    }
+    explicit ampc_cuda_guard(int idx) : prev(ampc_cuda_enter_device(idx)), index(idx) {}
     explicit ampc_cuda_guard(const ampc_tensor *t) : ampc_cuda_guard((int)t->device.index) {}
-    ~ampc_cuda_guard() {
-        if (prev != index) cudaSetDevice(prev);
-    }
+    ~ampc_cuda_guard() { ampc_cuda_leave_device(prev, index); }
     ampc_cuda_guard(const ampc_cuda_guard &) = delete;
     ampc_cuda_guard &operator=(const ampc_cuda_guard &) = delete;
 };

@@ -347,19 +347,6 @@ void ampc_cuda_pinned_record_use(const ampc_storage *s, int device, void *stream
     pthread_mutex_unlock(&lock);
 }
 
-static ampc_status host_memcpy(void *dst, ampc_device dd, const void *src, ampc_device sd, size_t n) {
-    (void)dd;
-    (void)sd;
-    if (n) memcpy(dst, src, n);
-    return AMPC_OK;
-}
-
-static ampc_status host_memset_zero(void *dst, ampc_device dev, size_t n) {
-    (void)dev;
-    if (n) memset(dst, 0, n);
-    return AMPC_OK;
-}
-
 static void host_stats_of(ampc_device dev, ampc_memory_stats *out) {
     (void)dev;
     pthread_mutex_lock(&lock);
@@ -383,7 +370,7 @@ static void host_empty_cache(ampc_device dev) {
     pthread_mutex_unlock(&lock);
 }
 
-static const ampc_allocator pinned_allocator = {host_alloc,    host_free,       host_memcpy,     host_memset_zero,
+static const ampc_allocator pinned_allocator = {host_alloc,    host_free,       ampc_host_memcpy, ampc_host_memset_zero,
                                                 host_stats_of, host_reset_peak, host_empty_cache};
 
 void ampc_cuda_register_allocators(void) {

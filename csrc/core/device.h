@@ -58,6 +58,10 @@ typedef struct ampc_allocator {
     void (*empty_cache)(ampc_device dev);
 } ampc_allocator;
 
+/* The memcpy and memset_zero hooks of every allocator of host memory (the CPU's, the pinned one). */
+ampc_status ampc_host_memcpy(void *dst, ampc_device dst_dev, const void *src, ampc_device src_dev, size_t nbytes);
+ampc_status ampc_host_memset_zero(void *dst, ampc_device dev, size_t nbytes);
+
 void ampc_register_allocator(ampc_device_type type, const ampc_allocator *alloc);
 const ampc_allocator *ampc_get_allocator(ampc_device_type type); /* NULL if not built/available */
 

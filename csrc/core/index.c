@@ -77,14 +77,27 @@ static ampc_tensor *unaliased(const ampc_tensor *t, const ampc_tensor *dst) {
 static ampc_status dispatch_index(ampc_op op, ampc_tensor *out0, const ampc_tensor *in0, int k,
                                   ampc_tensor *const *index_r, const int64_t *size, const int64_t *stride,
                                   const int *dim, bool accumulate, ampc_scalar alpha) {
+    /* The kernels' contract, checked once for every backend: one dtype for the data, at most
+     * MAX_INDEX_TENSORS indices, all int64 (index_as_int64). */
+    bool gather = op == AMPC_OP_INDEX_SELECT || op == AMPC_OP_GATHER || op == AMPC_OP_INDEX;
+    if (out0->dtype != in0->dtype)
+        return ampc_set_error(AMPC_E_RUNTIME, gather ? "%s: source and result dtypes differ"
+                                                     : "%s: values and destination dtypes differ",
+                              ampc_op_name(op));
+    if (k < 0 || k > MAX_INDEX_TENSORS)
+        return ampc_set_error(AMPC_E_RUNTIME, "%s: %d index tensors given, the kernels take at most %d",
+                              ampc_op_name(op), k, MAX_INDEX_TENSORS);
     ampc_index_dim dims[AMPC_MAX_INDEX_TENSORS];
     const ampc_tensor *idx[AMPC_MAX_INDEX_TENSORS] = {NULL};
     memset(dims, 0, sizeof dims);
     for (int j = 0; j < k; j++) {
+        if (index_r[j]->dtype != AMPC_INT64)
+            return ampc_set_error(AMPC_E_RUNTIME, "%s: the kernels take int64 indices, got %s", ampc_op_name(op),
+                                  ampc_dtype_name(index_r[j]->dtype));
         idx[j] = index_r[j];
         dims[j] = (ampc_index_dim){.size = size[j], .stride = stride[j], .dim = dim[j]};
     }
-    if (op == AMPC_OP_INDEX_SELECT || op == AMPC_OP_GATHER || op == AMPC_OP_INDEX) {
+    if (gather) {
         ampc_gather_args g = {.out = out0, .src = in0, .index0 = idx[0], .index1 = idx[1], .index2 = idx[2],
                               .index3 = idx[3], .index4 = idx[4], .n_indices = k};
         memcpy(g.dims, dims, sizeof dims);

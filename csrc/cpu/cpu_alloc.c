@@ -3,7 +3,6 @@
  * The statistics (bytes held by tensor storage, and their peak) are what the demo and
  * ampc.monitor report as CPU "peak memory": measured, not guessed. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "../core/device.h"
 #include "cpu_backend.h"
@@ -36,19 +35,6 @@ static void cpu_free(ampc_device dev, void *ptr, size_t nbytes) {
     stats.reserved = stats.allocated;
 }
 
-static ampc_status cpu_memcpy(void *dst, ampc_device dd, const void *src, ampc_device sd, size_t n) {
-    (void)dd;
-    (void)sd;
-    if (n) memcpy(dst, src, n);
-    return AMPC_OK;
-}
-
-static ampc_status cpu_memset_zero(void *dst, ampc_device dev, size_t n) {
-    (void)dev;
-    if (n) memset(dst, 0, n);
-    return AMPC_OK;
-}
-
 static void cpu_stats(ampc_device dev, ampc_memory_stats *out) {
     (void)dev;
     *out = stats;
@@ -62,5 +48,5 @@ static void cpu_reset_peak(ampc_device dev) {
 
 static void cpu_empty_cache(ampc_device dev) { (void)dev; }
 
-const ampc_allocator ampc_cpu_allocator = {cpu_alloc, cpu_free, cpu_memcpy, cpu_memset_zero,
+const ampc_allocator ampc_cpu_allocator = {cpu_alloc, cpu_free, ampc_host_memcpy, ampc_host_memset_zero,
                                            cpu_stats, cpu_reset_peak, cpu_empty_cache};

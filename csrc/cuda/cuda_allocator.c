@@ -114,10 +114,7 @@ static ampc_status device_memcpy(void *dst, ampc_device dd, const void *src, amp
 
 static ampc_status device_memset_zero(void *dst, ampc_device dev, size_t n) {
     if (!n) return AMPC_OK;
-    int prev = ampc_cuda_enter_device(dev.index);
-    cudaError_t err = cudaMemsetAsync(dst, 0, n, (cudaStream_t)ampc_cuda_current_stream(dev.index));
-    ampc_cuda_leave_device(prev, dev.index);
-    if (err != cudaSuccess) return ampc_cuda_error((int)err, "cudaMemsetAsync", __FILE__, __LINE__);
+    AMPC_CUDA_TRY_ON(dev.index, cudaMemsetAsync(dst, 0, n, (cudaStream_t)ampc_cuda_current_stream(dev.index)));
     return AMPC_OK;
 }
 
@@ -155,10 +152,7 @@ void ampc_cuda_scratch_free(int device, void *ptr, size_t nbytes) {
 
 ampc_status ampc_cuda_mem_get_info(int device, size_t *free_bytes, size_t *total_bytes) {
     AMPC_TRY(ampc_cuda_check("mem_get_info", device));
-    int prev = ampc_cuda_enter_device(device);
-    cudaError_t err = cudaMemGetInfo(free_bytes, total_bytes);
-    ampc_cuda_leave_device(prev, device);
-    if (err != cudaSuccess) return ampc_cuda_error((int)err, "cudaMemGetInfo", __FILE__, __LINE__);
+    AMPC_CUDA_TRY_ON(device, cudaMemGetInfo(free_bytes, total_bytes));
     return AMPC_OK;
 }
 
@@ -353,19 +347,6 @@ void ampc_cuda_pinned_record_use(const ampc_storage *s, int device, void *stream
     pthread_mutex_unlock(&lock);
 }
 
-static ampc_status host_memcpy(void *dst, ampc_device dd, const void *src, ampc_device sd, size_t n) {
-    (void)dd;
-    (void)sd;
-    if (n) memcpy(dst, src, n);
-    return AMPC_OK;
-}
-
-static ampc_status host_memset_zero(void *dst, ampc_device dev, size_t n) {
-    (void)dev;
-    if (n) memset(dst, 0, n);
-    return AMPC_OK;
-}
-
 static void host_stats_of(ampc_device dev, ampc_memory_stats *out) {
     (void)dev;
     pthread_mutex_lock(&lock);
@@ -389,7 +370,7 @@ static void host_empty_cache(ampc_device dev) {
     pthread_mutex_unlock(&lock);
 }
 
-static const ampc_allocator pinned_allocator = {host_alloc,    host_free,       host_memcpy,     host_memset_zero,
+static const ampc_allocator pinned_allocator = {host_alloc,    host_free,       ampc_host_memcpy, ampc_host_memset_zero,
                                                 host_stats_of, host_reset_peak, host_empty_cache};
 
 void ampc_cuda_register_allocators(void) {

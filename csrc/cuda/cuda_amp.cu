@@ -66,6 +66,23 @@ ampc_status for_each_in_place(const char *name, int n_list, ampc_tensor *const *
 /* The element type of a T * argument of dense/strided (a generic lambda's `auto *`). */
 #define ELEM_T(ptr) typename std::remove_pointer<decltype(ptr)>::type
 
+/* for_each_in_place with the launches every in-place list op makes: KERNEL<T>(meta, args...) on
+ * each batch of dense tensors, STRIDED<T>(layout, n, base, args...) on each other tensor. */
+#define LAUNCH_IN_PLACE(name, n_list, list, stream, KERNEL, STRIDED, ...)                                    \
+    for_each_in_place(                                                                                        \
+        name, n_list, list,                                                                                   \
+        [&](auto *tag, const meta1 &m, int blocks) -> ampc_status {                                           \
+            KERNEL<ELEM_T(tag)><<<blocks, AMPC_MT_THREADS, 0, stream>>>(m, __VA_ARGS__);                      \
+            AMPC_CUDA_CHECK_LAUNCH();                                                                         \
+            return AMPC_OK;                                                                                   \
+        },                                                                                                    \
+        [&](auto *base, const ampc_cuda_layout &layout, int64_t n) -> ampc_status {                           \
+            STRIDED<ELEM_T(base)><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(layout, n, base,     \
+                                                                                     __VA_ARGS__);            \
+            AMPC_CUDA_CHECK_LAUNCH();                                                                         \
+            return AMPC_OK;                                                                                   \
+        })
+
 /* ---------------------------------------------------------------- AMP_UNSCALE_CHECK */
 
 /* x *= inv_scale in the grad's opmath (fp32; fp64 for fp64 grads), rounded once, and found_inf = 1
@@ -123,19 +140,8 @@ ampc_status cuda_unscale_check(ampc_op op, const ampc_kernel_args *args) {
     cudaStream_t stream = ampc_cuda_stream_of(found);
     float *found_inf = (float *)ampc_data_ptr(found);
     const float *inv_scale = (const float *)ampc_data_ptr(a->inv_scale);
-    return for_each_in_place(
-        ampc_op_name(op), a->grads_n, a->grads,
-        [&](auto *tag, const meta1 &m, int blocks) -> ampc_status {
-            unscale_kernel<ELEM_T(tag)><<<blocks, AMPC_MT_THREADS, 0, stream>>>(m, inv_scale, found_inf);
-            AMPC_CUDA_CHECK_LAUNCH();
-            return AMPC_OK;
-        },
-        [&](auto *base, const ampc_cuda_layout &layout, int64_t n) -> ampc_status {
-            unscale_strided_kernel<ELEM_T(base)><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(
-                layout, n, base, inv_scale, found_inf);
-            AMPC_CUDA_CHECK_LAUNCH();
-            return AMPC_OK;
-        });
+    return LAUNCH_IN_PLACE(ampc_op_name(op), a->grads_n, a->grads, stream, unscale_kernel, unscale_strided_kernel,
+                           inv_scale, found_inf);
 }
 
 /* ---------------------------------------------------------------- AMP_UPDATE_SCALE */
@@ -339,21 +345,11 @@ ampc_status cuda_grad_scale(ampc_op op, const ampc_kernel_args *args) {
     cudaStream_t stream = ampc_cuda_stream_of(a->tensors[0]);
     const void *scale = ampc_data_ptr(a->scale);
     const int scale_dtype = (int)a->scale->dtype;
-    return for_each_in_place(
-        ampc_op_name(op), a->tensors_n, a->tensors,
-        [&](auto *tag, const meta1 &m, int blocks) -> ampc_status {
-            scale_kernel<ELEM_T(tag)><<<blocks, AMPC_MT_THREADS, 0, stream>>>(m, scale, scale_dtype);
-            AMPC_CUDA_CHECK_LAUNCH();
-            return AMPC_OK;
-        },
-        [&](auto *base, const ampc_cuda_layout &layout, int64_t n) -> ampc_status {
-            scale_strided_kernel<ELEM_T(base)><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(
-                layout, n, base, scale, scale_dtype);
-            AMPC_CUDA_CHECK_LAUNCH();
-            return AMPC_OK;
-        });
+    return LAUNCH_IN_PLACE(ampc_op_name(op), a->tensors_n, a->tensors, stream, scale_kernel, scale_strided_kernel, scale,
+                           scale_dtype);
 }
 
+#undef LAUNCH_IN_PLACE
 #undef ELEM_T
 
 } // namespace

@@ -19,17 +19,10 @@
 #include "../core/ampc.h"
 #include "../cpu/cpu_iter.h"
 #include "cuda_backend.h"
+#include "cuda_host.h" /* AMPC_CUDA_TRY, the device switch */
 #include "cuda_layout.cuh"
 
 /* ---------------------------------------------------------------- errors */
-
-/* Returns from the enclosing function (which returns ampc_status) when a CUDA call fails. */
-#define AMPC_CUDA_TRY(call)                                                             \
-    do {                                                                                \
-        cudaError_t ampc_cuda_err_ = (call);                                            \
-        if (ampc_cuda_err_ != cudaSuccess)                                              \
-            return ampc_cuda_error((int)ampc_cuda_err_, #call, __FILE__, __LINE__);     \
-    } while (0)
 
 /* After a <<<...>>> launch: a bad configuration shows up here, without synchronising. */
 #define AMPC_CUDA_CHECK_LAUNCH() AMPC_CUDA_TRY(cudaGetLastError())
@@ -39,14 +32,9 @@
 /* Makes the tensor's GPU current for the scope and restores the previous one on exit. */
 struct ampc_cuda_guard {
     int prev, index;
-    explicit ampc_cuda_guard(int idx) : prev(0), index(idx) {
-        cudaGetDevice(&prev);
-        if (prev != index) cudaSetDevice(index);
-    }
+    explicit ampc_cuda_guard(int idx) : prev(ampc_cuda_enter_device(idx)), index(idx) {}
     explicit ampc_cuda_guard(const ampc_tensor *t) : ampc_cuda_guard((int)t->device.index) {}
-    ~ampc_cuda_guard() {
-        if (prev != index) cudaSetDevice(prev);
-    }
+    ~ampc_cuda_guard() { ampc_cuda_leave_device(prev, index); }
     ampc_cuda_guard(const ampc_cuda_guard &) = delete;
     ampc_cuda_guard &operator=(const ampc_cuda_guard &) = delete;
 };
@@ -157,38 +145,49 @@ template <typename V> __device__ __forceinline__ void ampc_store_dyn(void *base,
     }
 }
 
-/* The dtype switch: runs the statements with `scalar_t` bound to the storage type of `dtype`.
- *   AMPC_CUDA_SWITCH_FLOATING(dt, { ... })  float32, float16, bfloat16, float64
- *   AMPC_CUDA_SWITCH_ALL(dt, { ... })       every dtype
+/* The dtype switches, one for every per-dtype launch: each runs the statements with a type bound
+ * to `dtype` (the statements may `return`: `return run<scalar_t>(args);` is a launcher per dtype).
+ *   AMPC_CUDA_SWITCH_FLOATING(dt, what, { ... })  scalar_t: float32, float16, bfloat16, float64
+ *   AMPC_CUDA_SWITCH_ALL(dt, what, { ... })       scalar_t: every dtype
+ *   AMPC_CUDA_SWITCH_BITS(dt, what, { ... })      bits_t: the unsigned integer of dt's item size,
+ *       for kernels that only move bits (copies, fills, gathers), so one instantiation serves
+ *       every dtype of a size
  * Any other dtype makes the enclosing function return an error naming `what`. */
-#define AMPC_CUDA_CASE_(ENUM, T, ...) \
-    case ENUM: {                      \
-        typedef T scalar_t;           \
-        __VA_ARGS__                   \
+#define AMPC_CUDA_CASE_(LABEL, NAME, T, ...) \
+    case LABEL: {                            \
+        typedef T NAME;                      \
+        __VA_ARGS__                          \
     } break;
-#define AMPC_CUDA_SWITCH_FLOATING(dtype, what, ...)                                                             \
-    switch ((int)(dtype)) {                                                                                     \
-        AMPC_CUDA_CASE_(AMPC_FLOAT32, float, __VA_ARGS__)                                                       \
-        AMPC_CUDA_CASE_(AMPC_FLOAT16, __half, __VA_ARGS__)                                                      \
-        AMPC_CUDA_CASE_(AMPC_BFLOAT16, __nv_bfloat16, __VA_ARGS__)                                              \
-        AMPC_CUDA_CASE_(AMPC_FLOAT64, double, __VA_ARGS__)                                                      \
-    default:                                                                                                    \
-        return ampc_set_error(AMPC_E_TYPE, "%s: CUDA kernel does not support dtype %s", what,                   \
-                              ampc_dtype_name((ampc_dtype)(dtype)));                                            \
+#define AMPC_CUDA_UNSUPPORTED_(dtype, what)                                                  \
+    return ampc_set_error(AMPC_E_TYPE, "%s: CUDA kernel does not support dtype %s", what,  \
+                          ampc_dtype_name((ampc_dtype)(dtype)))
+#define AMPC_CUDA_FLOATING_CASES_(...)                                  \
+    AMPC_CUDA_CASE_(AMPC_FLOAT32, scalar_t, float, __VA_ARGS__)         \
+    AMPC_CUDA_CASE_(AMPC_FLOAT16, scalar_t, __half, __VA_ARGS__)        \
+    AMPC_CUDA_CASE_(AMPC_BFLOAT16, scalar_t, __nv_bfloat16, __VA_ARGS__) \
+    AMPC_CUDA_CASE_(AMPC_FLOAT64, scalar_t, double, __VA_ARGS__)
+#define AMPC_CUDA_SWITCH_FLOATING(dtype, what, ...)  \
+    switch ((int)(dtype)) {                          \
+        AMPC_CUDA_FLOATING_CASES_(__VA_ARGS__)       \
+    default: AMPC_CUDA_UNSUPPORTED_(dtype, what);    \
     }
-#define AMPC_CUDA_SWITCH_ALL(dtype, what, ...)                                                                  \
-    switch ((int)(dtype)) {                                                                                     \
-        AMPC_CUDA_CASE_(AMPC_FLOAT32, float, __VA_ARGS__)                                                       \
-        AMPC_CUDA_CASE_(AMPC_FLOAT16, __half, __VA_ARGS__)                                                      \
-        AMPC_CUDA_CASE_(AMPC_BFLOAT16, __nv_bfloat16, __VA_ARGS__)                                              \
-        AMPC_CUDA_CASE_(AMPC_FLOAT64, double, __VA_ARGS__)                                                      \
-        AMPC_CUDA_CASE_(AMPC_INT64, int64_t, __VA_ARGS__)                                                       \
-        AMPC_CUDA_CASE_(AMPC_INT32, int32_t, __VA_ARGS__)                                                       \
-        AMPC_CUDA_CASE_(AMPC_UINT8, uint8_t, __VA_ARGS__)                                                       \
-        AMPC_CUDA_CASE_(AMPC_BOOL, bool, __VA_ARGS__)                                                           \
-    default:                                                                                                    \
-        return ampc_set_error(AMPC_E_TYPE, "%s: CUDA kernel does not support dtype %s", what,                   \
-                              ampc_dtype_name((ampc_dtype)(dtype)));                                            \
+static_assert(AMPC_NUM_DTYPES == 8, "AMPC_CUDA_SWITCH_ALL names every dtype: add the new one");
+#define AMPC_CUDA_SWITCH_ALL(dtype, what, ...)                         \
+    switch ((int)(dtype)) {                                            \
+        AMPC_CUDA_FLOATING_CASES_(__VA_ARGS__)                         \
+        AMPC_CUDA_CASE_(AMPC_INT64, scalar_t, int64_t, __VA_ARGS__)    \
+        AMPC_CUDA_CASE_(AMPC_INT32, scalar_t, int32_t, __VA_ARGS__)    \
+        AMPC_CUDA_CASE_(AMPC_UINT8, scalar_t, uint8_t, __VA_ARGS__)    \
+        AMPC_CUDA_CASE_(AMPC_BOOL, scalar_t, bool, __VA_ARGS__)        \
+    default: AMPC_CUDA_UNSUPPORTED_(dtype, what);                      \
+    }
+#define AMPC_CUDA_SWITCH_BITS(dtype, what, ...)                \
+    switch ((int)ampc_dtype_itemsize((ampc_dtype)(dtype))) {   \
+        AMPC_CUDA_CASE_(1, bits_t, uint8_t, __VA_ARGS__)       \
+        AMPC_CUDA_CASE_(2, bits_t, uint16_t, __VA_ARGS__)      \
+        AMPC_CUDA_CASE_(4, bits_t, uint32_t, __VA_ARGS__)      \
+        AMPC_CUDA_CASE_(8, bits_t, uint64_t, __VA_ARGS__)      \
+    default: AMPC_CUDA_UNSUPPORTED_(dtype, what);              \
     }
 
 /* ---------------------------------------------------------------- strided operands */

@@ -162,31 +162,11 @@ template <typename W> static ampc_status bits_launch(ampc_tensor *dst, const amp
 
 /* The 8 x 8 (destination, source) pairs. */
 template <typename S> static ampc_status cast_from(ampc_tensor *dst, const ampc_tensor *src) {
-    switch (dst->dtype) {
-    case AMPC_FLOAT32: return cast_launch<float, S>(dst, src);
-    case AMPC_FLOAT16: return cast_launch<__half, S>(dst, src);
-    case AMPC_BFLOAT16: return cast_launch<__nv_bfloat16, S>(dst, src);
-    case AMPC_FLOAT64: return cast_launch<double, S>(dst, src);
-    case AMPC_INT64: return cast_launch<int64_t, S>(dst, src);
-    case AMPC_INT32: return cast_launch<int32_t, S>(dst, src);
-    case AMPC_UINT8: return cast_launch<uint8_t, S>(dst, src);
-    case AMPC_BOOL: return cast_launch<bool, S>(dst, src);
-    default: return ampc_set_error(AMPC_E_TYPE, "copy_: unsupported dtype %s", ampc_dtype_name(dst->dtype));
-    }
+    AMPC_CUDA_SWITCH_ALL(dst->dtype, "copy_", return cast_launch<scalar_t, S>(dst, src););
 }
 
 static ampc_status cast_any(ampc_tensor *dst, const ampc_tensor *src) {
-    switch (src->dtype) {
-    case AMPC_FLOAT32: return cast_from<float>(dst, src);
-    case AMPC_FLOAT16: return cast_from<__half>(dst, src);
-    case AMPC_BFLOAT16: return cast_from<__nv_bfloat16>(dst, src);
-    case AMPC_FLOAT64: return cast_from<double>(dst, src);
-    case AMPC_INT64: return cast_from<int64_t>(dst, src);
-    case AMPC_INT32: return cast_from<int32_t>(dst, src);
-    case AMPC_UINT8: return cast_from<uint8_t>(dst, src);
-    case AMPC_BOOL: return cast_from<bool>(dst, src);
-    default: return ampc_set_error(AMPC_E_TYPE, "copy_: unsupported dtype %s", ampc_dtype_name(src->dtype));
-    }
+    AMPC_CUDA_SWITCH_ALL(src->dtype, "copy_", return cast_from<scalar_t>(dst, src););
 }
 
 /* ------------------------------------------------------------------ copies, by where the tensors live */
@@ -228,13 +208,7 @@ static ampc_status copy_on_device(ampc_tensor *dst, const ampc_tensor *src) {
         return AMPC_OK;
     }
     if (dst->dtype != src->dtype) return cast_any(dst, src);
-    switch (ampc_dtype_itemsize(dst->dtype)) {
-    case 1: return bits_launch<uint8_t>(dst, src);
-    case 2: return bits_launch<uint16_t>(dst, src);
-    case 4: return bits_launch<uint32_t>(dst, src);
-    case 8: return bits_launch<uint64_t>(dst, src);
-    default: return ampc_set_error(AMPC_E_TYPE, "copy_: unsupported dtype %s", ampc_dtype_name(dst->dtype));
-    }
+    AMPC_CUDA_SWITCH_BITS(dst->dtype, "copy_", return bits_launch<bits_t>(dst, src););
 }
 
 /* A contiguous tensor of t's shape and dtype on `device` (t itself when it already is one). */
@@ -440,13 +414,7 @@ static ampc_status cuda_fill(ampc_op op, const ampc_kernel_args *a) {
         AMPC_CUDA_TRY(cudaMemsetAsync(ampc_data_ptr(t), 0, ampc_nbytes(t), stream_of(t)));
         return AMPC_OK;
     }
-    switch (item) {
-    case 1: return fill_launch<uint8_t>(t, bytes);
-    case 2: return fill_launch<uint16_t>(t, bytes);
-    case 4: return fill_launch<uint32_t>(t, bytes);
-    case 8: return fill_launch<uint64_t>(t, bytes);
-    default: return ampc_set_error(AMPC_E_TYPE, "fill_: unsupported dtype %s", ampc_dtype_name(t->dtype));
-    }
+    AMPC_CUDA_SWITCH_BITS(t->dtype, "fill_", return fill_launch<bits_t>(t, bytes););
 }
 
 } // namespace

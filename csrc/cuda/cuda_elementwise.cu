@@ -170,11 +170,6 @@ struct ew_call {
     bool checks_divisor;       /* integer division/remainder: may write the deferred error word */
 };
 
-static ampc_status no_kernel(ampc_op op, ampc_dtype dt) {
-    return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: the CUDA backend has no kernel for dtype %s", ampc_op_name(op),
-                          ampc_dtype_name(dt));
-}
-
 /* Runs functor F over the call: T the inputs' storage type, OT the output's. */
 template <typename T, typename OT, typename F> static ampc_status ew_launch(const ew_call &c) {
     constexpr int NIN = F::arity;
@@ -261,17 +256,7 @@ template <typename T> static ampc_status ew_run(int form, const ew_call &c) {
 }
 
 static ampc_status ew_run_dtype(int form, ampc_dtype dt, const ew_call &c) {
-    switch (dt) {
-    case AMPC_FLOAT32: return ew_run<float>(form, c);
-    case AMPC_FLOAT16: return ew_run<__half>(form, c);
-    case AMPC_BFLOAT16: return ew_run<__nv_bfloat16>(form, c);
-    case AMPC_FLOAT64: return ew_run<double>(form, c);
-    case AMPC_INT64: return ew_run<int64_t>(form, c);
-    case AMPC_INT32: return ew_run<int32_t>(form, c);
-    case AMPC_UINT8: return ew_run<uint8_t>(form, c);
-    case AMPC_BOOL: return ew_run<bool>(form, c);
-    default: return no_kernel(c.op, dt);
-    }
+    AMPC_CUDA_SWITCH_ALL(dt, ampc_op_name(c.op), return ew_run<scalar_t>(form, c););
 }
 
 /* ------------------------------------------------------------------ the kernel */
@@ -350,13 +335,7 @@ static ampc_status cuda_where(ampc_op op, const ampc_kernel_args *args) {
         if (branch[k] && branch[k]->dtype != out->dtype)
             return ampc_set_error(AMPC_E_RUNTIME, "where: the CUDA kernel got operand %d of dtype %s for an output of %s",
                                   k + 1, ampc_dtype_name(branch[k]->dtype), ampc_dtype_name(out->dtype));
-    switch (ampc_dtype_itemsize(out->dtype)) {
-    case 1: return where_launch<uint8_t>(a);
-    case 2: return where_launch<uint16_t>(a);
-    case 4: return where_launch<uint32_t>(a);
-    case 8: return where_launch<uint64_t>(a);
-    default: return no_kernel(op, out->dtype);
-    }
+    AMPC_CUDA_SWITCH_BITS(out->dtype, "where", return where_launch<bits_t>(a););
 }
 
 /* ------------------------------------------------------------------ registration */

@@ -180,12 +180,6 @@ static ampc_status run_tiled(ampc_dtype dt, const gemm_geom &g, double alpha, do
 /* ---------------------------------------------------------------- copies for the cuBLASLt path */
 
 #ifdef AMPC_WITH_CUBLAS
-/* Storage types by item size: copies move bits, so one instantiation serves every dtype. */
-template <size_t N> struct gemm_bits;
-template <> struct gemm_bits<2> { typedef uint16_t type; };
-template <> struct gemm_bits<4> { typedef uint32_t type; };
-template <> struct gemm_bits<8> { typedef uint64_t type; };
-
 /* dst (the output, row-major) = src (the C input broadcast to the output's shape, any strides). */
 template <typename T> __global__ void copy_into_kernel(T *dst, const T *src, ampc_cuda_indexer ix) {
     AMPC_CUDA_KERNEL_LOOP(i, ix.numel) {
@@ -207,11 +201,7 @@ static ampc_status launch_copy_into(ampc_tensor *out, const ampc_tensor *src, cu
 
 static ampc_status copy_into(ampc_tensor *out, const ampc_tensor *src, cudaStream_t stream) {
     ampc_cuda_gemm_count(AMPC_CUDA_GEMM_C_COPIED);
-    switch (ampc_dtype_itemsize(out->dtype)) {
-    case 2: return launch_copy_into<gemm_bits<2>::type>(out, src, stream);
-    case 4: return launch_copy_into<gemm_bits<4>::type>(out, src, stream);
-    default: return launch_copy_into<gemm_bits<8>::type>(out, src, stream);
-    }
+    AMPC_CUDA_SWITCH_BITS(out->dtype, "gemm", return launch_copy_into<bits_t>(out, src, stream););
 }
 
 /* dst (contiguous) = element i (row-major) of the strided layout at src. */

@@ -98,20 +98,13 @@ struct index_geometry {
 };
 
 /* The geometry of a gather or scatter form call over (out, in, the k indices). */
-static ampc_status index_geometry_init(ampc_op op, ampc_tensor *out, const ampc_tensor *in,
-                                       const ampc_tensor *const *indices, int k, const ampc_index_dim *dims,
-                                       index_geometry *g) {
+static ampc_status index_geometry_init(ampc_tensor *out, const ampc_tensor *in, const ampc_tensor *const *indices,
+                                       int k, const ampc_index_dim *dims, index_geometry *g) {
     memset(g, 0, sizeof *g);
-    g->k = k;
-    if (g->k < 0 || g->k > MAX_INDEX_TENSORS)
-        return ampc_set_error(AMPC_E_RUNTIME, "%s: %d index tensors given, the CUDA kernel takes at most %d",
-                              ampc_op_name(op), g->k, MAX_INDEX_TENSORS);
+    g->k = k; /* <= MAX_INDEX_TENSORS int64 indices: the frontend checked (index.c, dispatch_index) */
     const ampc_tensor *ins[1 + MAX_INDEX_TENSORS] = {in};
     for (int j = 0; j < g->k; j++) {
         const ampc_tensor *idx = ins[1 + j] = indices[j];
-        if (idx->dtype != AMPC_INT64)
-            return ampc_set_error(AMPC_E_RUNTIME, "%s: the CUDA kernel takes int64 indices, got %s", ampc_op_name(op),
-                                  ampc_dtype_name(idx->dtype));
         g->index[j] = (const int64_t *)ampc_data_ptr(idx);
         g->size[j] = dims[j].size;
         g->stride[j] = dims[j].stride;
@@ -227,31 +220,23 @@ template <typename T> struct accumulate_into {
         AMPC_CUDA_CHECK_LAUNCH();                                                                              \
     } while (0)
 
-/* Moves by item size: every dtype, no casts (the frontend matched dtypes). */
-#define SWITCH_ITEM_SIZE(item, ...)                                      \
-    switch (item) {                                                      \
-    case 1: { typedef uint8_t move_t; __VA_ARGS__ } break;               \
-    case 2: { typedef uint16_t move_t; __VA_ARGS__ } break;              \
-    case 4: { typedef uint32_t move_t; __VA_ARGS__ } break;              \
-    default: { typedef unsigned long long move_t; __VA_ARGS__ } break;   \
-    }
+/* Gathers and puts move bits, no casts: the frontend (index.c, dispatch_index) matched the
+ * dtypes and checked the index tensors. */
 
 /* INDEX_SELECT, GATHER, INDEX */
 static ampc_status cuda_gather_form(ampc_op op, const ampc_kernel_args *a) {
     const ampc_gather_args *p = ampc_args_gather(a);
     if (!p) return ampc_last_status();
     ampc_tensor *out = p->out;
-    if (out->dtype != p->src->dtype)
-        return ampc_set_error(AMPC_E_RUNTIME, "%s: source and result dtypes differ", ampc_op_name(op));
     if (ampc_numel(out) == 0) return AMPC_OK;
     index_geometry g;
     const ampc_tensor *indices[MAX_INDEX_TENSORS] = {p->index0, p->index1, p->index2, p->index3, p->index4};
-    AMPC_TRY(index_geometry_init(op, out, p->src, indices, p->n_indices, p->dims, &g));
+    AMPC_TRY(index_geometry_init(out, p->src, indices, p->n_indices, p->dims, &g));
     ampc_cuda_guard guard(out);
     cudaStream_t stream = ampc_cuda_stream_of(out);
     int *err = ampc_cuda_error_word((int)out->device.index);
-    SWITCH_ITEM_SIZE(ampc_dtype_itemsize(out->dtype), {
-        gather_move<move_t> f = {(move_t *)ampc_data_ptr(out), (const move_t *)ampc_data_ptr(p->src)};
+    AMPC_CUDA_SWITCH_BITS(out->dtype, ampc_op_name(op), {
+        gather_move<bits_t> f = {(bits_t *)ampc_data_ptr(out), (const bits_t *)ampc_data_ptr(p->src)};
         LAUNCH_INDEX_KERNEL(g, stream, f, err, (int)op);
     })
     return AMPC_OK;
@@ -263,19 +248,17 @@ static ampc_status cuda_scatter_form(ampc_op op, const ampc_kernel_args *a) {
     if (!p) return ampc_last_status();
     ampc_tensor *out = p->dst;
     ampc_dtype dt = out->dtype;
-    if (p->values->dtype != dt)
-        return ampc_set_error(AMPC_E_RUNTIME, "%s: values and destination dtypes differ", ampc_op_name(op));
     if (ampc_numel(out) == 0) return AMPC_OK;
     index_geometry g;
     const ampc_tensor *indices[MAX_INDEX_TENSORS] = {p->index0, p->index1, p->index2, p->index3, p->index4};
-    AMPC_TRY(index_geometry_init(op, out, p->values, indices, p->n_indices, p->dims, &g));
+    AMPC_TRY(index_geometry_init(out, p->values, indices, p->n_indices, p->dims, &g));
     ampc_cuda_guard guard(out);
     cudaStream_t stream = ampc_cuda_stream_of(out);
     int *err = ampc_cuda_error_word((int)out->device.index);
     bool accumulate = op != AMPC_OP_INDEX_PUT || p->accumulate;
     if (!accumulate) {
-        SWITCH_ITEM_SIZE(ampc_dtype_itemsize(dt), {
-            put_move<move_t> f = {(move_t *)ampc_data_ptr(out), (const move_t *)ampc_data_ptr(p->values)};
+        AMPC_CUDA_SWITCH_BITS(dt, ampc_op_name(op), {
+            put_move<bits_t> f = {(bits_t *)ampc_data_ptr(out), (const bits_t *)ampc_data_ptr(p->values)};
             LAUNCH_INDEX_KERNEL(g, stream, f, err, (int)op);
         })
         return AMPC_OK;
@@ -313,14 +296,14 @@ static ampc_status cuda_masked_fill(ampc_op op, const ampc_kernel_args *a) {
     AMPC_TRY(ampc_cuda_indexer_init(&ix, 1, &out, 1, &p->mask)); /* out, mask (broadcast) */
     ampc_cuda_guard guard(out);
     cudaStream_t stream = ampc_cuda_stream_of(out);
-    SWITCH_ITEM_SIZE(ampc_dtype_itemsize(out->dtype), {
-        move_t *o = (move_t *)ampc_data_ptr(out);
+    AMPC_CUDA_SWITCH_BITS(out->dtype, ampc_op_name(op), {
+        bits_t *o = (bits_t *)ampc_data_ptr(out);
         const uint8_t *m = (const uint8_t *)ampc_data_ptr(p->mask);
-        const move_t *v = (const move_t *)ampc_data_ptr(p->value);
+        const bits_t *v = (const bits_t *)ampc_data_ptr(p->value);
         if (fits_u32(ix.numel))
-            masked_fill_kernel<move_t, uint32_t><<<ampc_cuda_blocks(ix.numel), AMPC_CUDA_THREADS, 0, stream>>>(ix, o, m, v);
+            masked_fill_kernel<bits_t, uint32_t><<<ampc_cuda_blocks(ix.numel), AMPC_CUDA_THREADS, 0, stream>>>(ix, o, m, v);
         else
-            masked_fill_kernel<move_t, uint64_t><<<ampc_cuda_blocks(ix.numel), AMPC_CUDA_THREADS, 0, stream>>>(ix, o, m, v);
+            masked_fill_kernel<bits_t, uint64_t><<<ampc_cuda_blocks(ix.numel), AMPC_CUDA_THREADS, 0, stream>>>(ix, o, m, v);
         AMPC_CUDA_CHECK_LAUNCH();
     })
     return AMPC_OK;

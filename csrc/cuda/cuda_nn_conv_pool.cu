@@ -118,12 +118,9 @@ static ampc_status cuda_im2col(ampc_op op, const ampc_kernel_args *args) {
     cudaStream_t s = ampc_cuda_stream_of(x);
     const void *xp = ampc_data_ptr(x);
     void *cp = ampc_data_ptr(cols);
-    switch (ampc_dtype_itemsize(x->dtype)) {
-    case 1: im2col_kernel<uint8_t><<<pool_blocks(total), POOL_THREADS, 0, s>>>((const uint8_t *)xp, (uint8_t *)cp, g); break;
-    case 2: im2col_kernel<uint16_t><<<pool_blocks(total), POOL_THREADS, 0, s>>>((const uint16_t *)xp, (uint16_t *)cp, g); break;
-    case 4: im2col_kernel<uint32_t><<<pool_blocks(total), POOL_THREADS, 0, s>>>((const uint32_t *)xp, (uint32_t *)cp, g); break;
-    default: im2col_kernel<uint64_t><<<pool_blocks(total), POOL_THREADS, 0, s>>>((const uint64_t *)xp, (uint64_t *)cp, g); break;
-    }
+    AMPC_CUDA_SWITCH_BITS(x->dtype, "im2col", {
+        im2col_kernel<bits_t><<<pool_blocks(total), POOL_THREADS, 0, s>>>((const bits_t *)xp, (bits_t *)cp, g);
+    });
     AMPC_CUDA_CHECK_LAUNCH();
     return AMPC_OK;
 }

@@ -48,7 +48,7 @@ ampc_status ampc_cuda_check(const char *op, int index) {
 ampc_status ampc_cuda_device_name(int index, char *buf, size_t cap) {
     AMPC_TRY(ampc_cuda_check("get_device_name", index));
     struct cudaDeviceProp prop;
-    CUDA_TRY(cudaGetDeviceProperties(&prop, index));
+    AMPC_CUDA_TRY(cudaGetDeviceProperties(&prop, index));
     snprintf(buf, cap, "%s", prop.name);
     return AMPC_OK;
 }
@@ -64,7 +64,7 @@ int ampc_cuda_current_device(void) {
 
 ampc_status ampc_cuda_set_device(int index) {
     AMPC_TRY(ampc_cuda_check("set_device", index));
-    CUDA_TRY(cudaSetDevice(index));
+    AMPC_CUDA_TRY(cudaSetDevice(index));
     return AMPC_OK;
 }
 
@@ -129,20 +129,14 @@ ampc_status ampc_cuda_check_deferred_error(int device) {
 ampc_status ampc_cuda_finish_to_host(int device) {
     AMPC_TRY(ampc_cuda_check("copy to host", device));
     cudaStream_t stream = (cudaStream_t)ampc_cuda_current_stream(device);
-    int prev = ampc_cuda_enter_device(device);
-    cudaError_t err = cudaStreamSynchronize(stream);
-    ampc_cuda_leave_device(prev, device);
-    if (err != cudaSuccess) return ampc_cuda_error((int)err, "cudaStreamSynchronize", __FILE__, __LINE__);
+    AMPC_CUDA_TRY_ON(device, cudaStreamSynchronize(stream));
     return check_word(device, stream);
 }
 
 ampc_status ampc_cuda_synchronize(int index) {
     if (index < 0) index = ampc_cuda_current_device();
     AMPC_TRY(ampc_cuda_check("synchronize", index));
-    int prev = ampc_cuda_enter_device(index);
-    cudaError_t err = cudaDeviceSynchronize();
-    ampc_cuda_leave_device(prev, index);
-    if (err != cudaSuccess) return ampc_cuda_error((int)err, "cudaDeviceSynchronize()", __FILE__, __LINE__);
+    AMPC_CUDA_TRY_ON(index, cudaDeviceSynchronize());
     return check_word(index, (cudaStream_t)ampc_cuda_current_stream(index));
 }
 

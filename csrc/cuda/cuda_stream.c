@@ -36,10 +36,7 @@ void ampc_cuda_set_current_stream(int device, void *stream) {
 
 ampc_status ampc_cuda_priority_range(int device, int *least, int *greatest) {
     AMPC_TRY(ampc_cuda_check("Stream", device));
-    int prev = ampc_cuda_enter_device(device);
-    cudaError_t err = cudaDeviceGetStreamPriorityRange(least, greatest);
-    ampc_cuda_leave_device(prev, device);
-    if (err != cudaSuccess) return ampc_cuda_error((int)err, "cudaDeviceGetStreamPriorityRange", __FILE__, __LINE__);
+    AMPC_CUDA_TRY_ON(device, cudaDeviceGetStreamPriorityRange(least, greatest));
     return AMPC_OK;
 }
 
@@ -71,10 +68,7 @@ ampc_status ampc_cuda_stream_create(int device, int priority, void **stream) {
 
 ampc_status ampc_cuda_stream_synchronize(int device, void *stream) {
     AMPC_TRY(ampc_cuda_check("Stream.synchronize", device));
-    int prev = ampc_cuda_enter_device(device);
-    cudaError_t err = cudaStreamSynchronize((cudaStream_t)stream);
-    ampc_cuda_leave_device(prev, device);
-    if (err != cudaSuccess) return ampc_cuda_error((int)err, "cudaStreamSynchronize", __FILE__, __LINE__);
+    AMPC_CUDA_TRY_ON(device, cudaStreamSynchronize((cudaStream_t)stream));
     return AMPC_OK;
 }
 
@@ -97,19 +91,13 @@ ampc_status ampc_cuda_stream_priority(int device, void *stream, int *priority) {
     AMPC_TRY(ampc_cuda_check("Stream.priority", device));
     *priority = 0;
     if (!stream) return AMPC_OK; /* the legacy default stream */
-    int prev = ampc_cuda_enter_device(device);
-    cudaError_t err = cudaStreamGetPriority((cudaStream_t)stream, priority);
-    ampc_cuda_leave_device(prev, device);
-    if (err != cudaSuccess) return ampc_cuda_error((int)err, "cudaStreamGetPriority", __FILE__, __LINE__);
+    AMPC_CUDA_TRY_ON(device, cudaStreamGetPriority((cudaStream_t)stream, priority));
     return AMPC_OK;
 }
 
 ampc_status ampc_cuda_stream_wait_event(int device, void *stream, void *event) {
     AMPC_TRY(ampc_cuda_check("Stream.wait_event", device));
-    int prev = ampc_cuda_enter_device(device);
-    cudaError_t err = cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0);
-    ampc_cuda_leave_device(prev, device);
-    if (err != cudaSuccess) return ampc_cuda_error((int)err, "cudaStreamWaitEvent", __FILE__, __LINE__);
+    AMPC_CUDA_TRY_ON(device, cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0));
     return AMPC_OK;
 }
 
@@ -119,10 +107,7 @@ ampc_status ampc_cuda_event_create(int device, bool enable_timing, bool blocking
     AMPC_TRY(ampc_cuda_check("Event", device));
     unsigned flags = (enable_timing ? 0u : cudaEventDisableTiming) | (blocking ? cudaEventBlockingSync : 0u);
     cudaEvent_t e = NULL;
-    int prev = ampc_cuda_enter_device(device);
-    cudaError_t err = cudaEventCreateWithFlags(&e, flags);
-    ampc_cuda_leave_device(prev, device);
-    if (err != cudaSuccess) return ampc_cuda_error((int)err, "cudaEventCreateWithFlags", __FILE__, __LINE__);
+    AMPC_CUDA_TRY_ON(device, cudaEventCreateWithFlags(&e, flags));
     *event = (void *)e;
     return AMPC_OK;
 }
@@ -137,15 +122,12 @@ void ampc_cuda_event_destroy(int device, void *event) {
 
 ampc_status ampc_cuda_event_record(void *event, int device, void *stream) {
     AMPC_TRY(ampc_cuda_check("Event.record", device));
-    int prev = ampc_cuda_enter_device(device);
-    cudaError_t err = cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream);
-    ampc_cuda_leave_device(prev, device);
-    if (err != cudaSuccess) return ampc_cuda_error((int)err, "cudaEventRecord", __FILE__, __LINE__);
+    AMPC_CUDA_TRY_ON(device, cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream));
     return AMPC_OK;
 }
 
 ampc_status ampc_cuda_event_synchronize(void *event) {
-    CUDA_TRY(cudaEventSynchronize((cudaEvent_t)event));
+    AMPC_CUDA_TRY(cudaEventSynchronize((cudaEvent_t)event));
     return AMPC_OK;
 }
 
@@ -164,8 +146,8 @@ ampc_status ampc_cuda_event_query(void *event, bool *done) {
 ampc_status ampc_cuda_event_elapsed_time(void *start, void *end, float *ms) {
     /* Waits for both first: PyTorch raises "device not ready" instead, which only ever means
      * the caller forgot to synchronise. */
-    CUDA_TRY(cudaEventSynchronize((cudaEvent_t)start));
-    CUDA_TRY(cudaEventSynchronize((cudaEvent_t)end));
-    CUDA_TRY(cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end));
+    AMPC_CUDA_TRY(cudaEventSynchronize((cudaEvent_t)start));
+    AMPC_CUDA_TRY(cudaEventSynchronize((cudaEvent_t)end));
+    AMPC_CUDA_TRY(cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end));
     return AMPC_OK;
 }

@@ -12,8 +12,6 @@
 /* Statistics (mean, rstd, lse, total weight) are float32, float64 for float64 inputs. */
 static inline ampc_dtype nn_stats_dtype(ampc_dtype dt) { return dt == AMPC_FLOAT64 ? AMPC_FLOAT64 : AMPC_FLOAT32; }
 
-static inline void nn_args_init(ampc_kernel_args *a) { memset(a, 0, sizeof *a); }
-
 /* "[2, 3]" of a tensor, into buf. */
 const char *nn_shape(const ampc_tensor *t, char *buf, size_t cap);
 /* PyTorch's legacy type name ("torch.FloatTensor", "torch.cuda.HalfTensor") for messages. */
@@ -63,8 +61,5 @@ ampc_tensor *nn_sum_to(const ampc_tensor *grad, int ndim, const int64_t *shape);
  * while backward runs) their results would silently miss the second-order terms, so a rule
  * starts with this check and refuses instead. */
 ampc_status nn_first_order_only(const struct ampc_node *node);
-
-/* Runs one NN kernel unless there is nothing to compute (every output empty). */
-ampc_status nn_dispatch(ampc_op op, const ampc_kernel_args *a);
 
 #endif

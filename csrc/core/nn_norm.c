@@ -349,15 +349,15 @@ ampc_status ampc_native_layer_norm_backward(const ampc_tensor *grad_out, const a
     ampc_status st = x ? nn_contig(weight, &w) : ampc_last_status();
     if (st == AMPC_OK) st = alloc_grads(input, 2, shape2, weight, d, need, input->dtype, &gx, &gw, &gb);
     if (st == AMPC_OK) {
-        ampc_norm_backward_args a = {.grad_x = gx, .grad_weight = gw, .grad_bias = gb, .grad_y = g, .x = x,
-                                     .mean = mean, .rstd = rstd, .weight = w};
+        ampc_layer_norm_backward_args a = {.grad_x = gx, .grad_weight = gw, .grad_bias = gb, .grad_y = g, .x = x,
+                                           .mean = mean, .rstd = rstd, .weight = w};
         bool params_nonempty = d > 0 && (gw || gb);
         if (m * d > 0 || params_nonempty) {
             if (m == 0) { /* no rows: parameter grads are zero */
                 if (gw) st = ampc_zero_(gw);
                 if (gb && st == AMPC_OK) st = ampc_zero_(gb);
             } else {
-                st = ampc_dispatch_norm_backward(AMPC_OP_LAYER_NORM_BACKWARD, &a);
+                st = ampc_dispatch_layer_norm_backward(AMPC_OP_LAYER_NORM_BACKWARD, &a);
             }
         }
     }
@@ -452,9 +452,9 @@ ampc_status ampc_native_group_norm_backward(const ampc_tensor *grad_out, const a
     if (st == AMPC_OK) st = nn_contig(rstd, &rc);
     if (st == AMPC_OK) st = alloc_grads(input, 3, shape3, weight, shape3[1], need, input->dtype, &gx, &gw, &gb);
     if (st == AMPC_OK && shape3[1] > 0) {
-        ampc_norm_backward_args a = {.grad_x = gx, .grad_weight = gw, .grad_bias = gb, .grad_y = g, .x = x,
-                                     .mean = mc, .rstd = rc, .weight = w, .groups = num_groups};
-        st = ampc_dispatch_norm_backward(AMPC_OP_GROUP_NORM_BACKWARD, &a);
+        ampc_group_norm_backward_args a = {.grad_x = gx, .grad_weight = gw, .grad_bias = gb, .grad_y = g, .x = x,
+                                           .mean = mc, .rstd = rc, .weight = w, .groups = num_groups};
+        st = ampc_dispatch_group_norm_backward(AMPC_OP_GROUP_NORM_BACKWARD, &a);
     }
     ampc_tensor *tmp[5] = {g, x, w, mc, rc};
     nn_release(5, tmp);

@@ -52,9 +52,7 @@ static double param(const ampc_tensor *t, int64_t c, double dflt) { return t ? n
 
 /* ---------------------------------------------------------------- batch norm */
 
-static ampc_status cpu_batch_norm_stats(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_batch_norm_stats_args *a = ampc_args_batch_norm_stats(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_batch_norm_stats(ampc_op op, const ampc_batch_norm_stats_args *a) {
     const ampc_tensor *x = a->x;
     ampc_tensor *mean = a->mean, *invstd = a->invstd, *rmean = a->running_mean, *rvar = a->running_var;
     int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2];
@@ -98,9 +96,7 @@ static double channel_invstd(const ampc_tensor *t, int64_t c, bool is_var, doubl
     return is_var ? 1.0 / sqrt(v + eps) : v;
 }
 
-static ampc_status cpu_batch_norm_apply(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_batch_norm_apply_args *a = ampc_args_batch_norm_apply(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_batch_norm_apply(ampc_op op, const ampc_batch_norm_apply_args *a) {
     const ampc_tensor *x = a->x, *mean = a->mean, *inv = a->invstd, *w = a->weight, *b = a->bias;
     ampc_tensor *y = a->y;
     int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2];
@@ -132,9 +128,7 @@ static ampc_status cpu_batch_norm_apply(ampc_op op, const ampc_kernel_args *args
     return failed ? nn_nomem(op) : AMPC_OK;
 }
 
-static ampc_status cpu_batch_norm_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_batch_norm_backward_args *a = ampc_args_batch_norm_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_batch_norm_backward(ampc_op op, const ampc_batch_norm_backward_args *a) {
     const ampc_tensor *g = a->grad_y, *x = a->x, *mean = a->mean, *inv = a->invstd, *w = a->weight;
     ampc_tensor *gx = a->grad_x, *gw = a->grad_weight, *gb = a->grad_bias;
     int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2];
@@ -184,9 +178,7 @@ static ampc_status cpu_batch_norm_backward(ampc_op op, const ampc_kernel_args *a
 
 /* ---------------------------------------------------------------- layer norm */
 
-static ampc_status cpu_layer_norm(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_layer_norm_args *a = ampc_args_layer_norm(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_layer_norm(ampc_op op, const ampc_layer_norm_args *a) {
     const ampc_tensor *x = a->x, *w = a->weight, *b = a->bias;
     ampc_tensor *y = a->y, *mean = a->mean, *rstd = a->rstd;
     int64_t m = x->shape[0], d = x->shape[1];
@@ -226,9 +218,7 @@ static ampc_status cpu_layer_norm(ampc_op op, const ampc_kernel_args *args) {
     return failed ? nn_nomem(op) : AMPC_OK;
 }
 
-static ampc_status cpu_layer_norm_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_norm_backward_args *a = ampc_args_norm_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_layer_norm_backward(ampc_op op, const ampc_layer_norm_backward_args *a) {
     const ampc_tensor *g = a->grad_y, *x = a->x, *mean = a->mean, *rstd = a->rstd, *w = a->weight;
     ampc_tensor *gx = a->grad_x, *gw = a->grad_weight, *gb = a->grad_bias;
     int64_t m = x->shape[0], d = x->shape[1];
@@ -289,9 +279,7 @@ static ampc_status cpu_layer_norm_backward(ampc_op op, const ampc_kernel_args *a
 
 /* ---------------------------------------------------------------- group norm */
 
-static ampc_status cpu_group_norm(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_group_norm_args *a = ampc_args_group_norm(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_group_norm(ampc_op op, const ampc_group_norm_args *a) {
     const ampc_tensor *x = a->x, *w = a->weight, *b = a->bias;
     ampc_tensor *y = a->y, *mean = a->mean, *rstd = a->rstd;
     int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2], groups = a->groups, cg = c / groups;
@@ -330,9 +318,7 @@ static ampc_status cpu_group_norm(ampc_op op, const ampc_kernel_args *args) {
     return failed ? nn_nomem(op) : AMPC_OK;
 }
 
-static ampc_status cpu_group_norm_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_norm_backward_args *a = ampc_args_norm_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_group_norm_backward(ampc_op op, const ampc_group_norm_backward_args *a) {
     const ampc_tensor *g = a->grad_y, *x = a->x, *mean = a->mean, *rstd = a->rstd, *w = a->weight;
     ampc_tensor *gx = a->grad_x, *gw = a->grad_weight, *gb = a->grad_bias;
     int64_t n = x->shape[0], c = x->shape[1], l = x->shape[2], groups = a->groups, cg = c / groups;
@@ -401,11 +387,11 @@ static ampc_status cpu_group_norm_backward(ampc_op op, const ampc_kernel_args *a
 }
 
 void ampc_cpu_register_nn_norm(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_BATCH_NORM_STATS, cpu_batch_norm_stats);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_BATCH_NORM_APPLY, cpu_batch_norm_apply);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_BATCH_NORM_BACKWARD, cpu_batch_norm_backward);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_LAYER_NORM, cpu_layer_norm);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_LAYER_NORM_BACKWARD, cpu_layer_norm_backward);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_GROUP_NORM, cpu_group_norm);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_GROUP_NORM_BACKWARD, cpu_group_norm_backward);
+    ampc_register_batch_norm_stats(AMPC_CPU, cpu_batch_norm_stats);
+    ampc_register_batch_norm_apply(AMPC_CPU, cpu_batch_norm_apply);
+    ampc_register_batch_norm_backward(AMPC_CPU, cpu_batch_norm_backward);
+    ampc_register_layer_norm(AMPC_CPU, cpu_layer_norm);
+    ampc_register_layer_norm_backward(AMPC_CPU, cpu_layer_norm_backward);
+    ampc_register_group_norm(AMPC_CPU, cpu_group_norm);
+    ampc_register_group_norm_backward(AMPC_CPU, cpu_group_norm_backward);
 }

@@ -110,9 +110,7 @@ static void max_plane(const pool_geom *g, const double *in, double *out, int64_t
     }
 }
 
-static ampc_status cpu_max_pool2d(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_max_pool2d_args *a = ampc_args_max_pool2d(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_max_pool2d(ampc_op op, const ampc_max_pool2d_args *a) {
     const ampc_tensor *x = a->x;
     ampc_tensor *y = a->y, *ind = a->indices;
     pool_geom g = geom_of(x, y);
@@ -143,9 +141,7 @@ static ampc_status cpu_max_pool2d(ampc_op op, const ampc_kernel_args *args) {
     return failed ? nn_nomem(op) : AMPC_OK;
 }
 
-static ampc_status cpu_max_pool2d_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_max_pool2d_backward_args *a = ampc_args_max_pool2d_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_max_pool2d_backward(ampc_op op, const ampc_max_pool2d_backward_args *a) {
     const ampc_tensor *gy = a->grad_y, *ind = a->indices;
     ampc_tensor *gx = a->grad_x;
     int64_t planes = gx->shape[0] * gx->shape[1], hw = gx->shape[2] * gx->shape[3];
@@ -296,21 +292,17 @@ static ampc_status avg_pool_run(ampc_op op, const ampc_tensor *src, ampc_tensor 
     return failed ? nn_nomem(op) : AMPC_OK;
 }
 
-static ampc_status cpu_avg_pool2d(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_avg_pool2d_args *a = ampc_args_avg_pool2d(args);
-    return a ? avg_pool_run(op, a->in, a->out, a) : ampc_last_status();
+static ampc_status cpu_avg_pool2d(ampc_op op, const ampc_avg_pool2d_args *a) {
+    return avg_pool_run(op, a->in, a->out, a);
 }
 
-static ampc_status cpu_adaptive_avg_pool2d(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_adaptive_pool2d_args *a = ampc_args_adaptive_pool2d(args);
-    return a ? avg_pool_run(op, a->in, a->out, NULL) : ampc_last_status();
+static ampc_status cpu_adaptive_avg_pool2d(ampc_op op, const ampc_adaptive_pool2d_args *a) {
+    return avg_pool_run(op, a->in, a->out, NULL);
 }
 
 void ampc_cpu_register_nn_pool(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_MAX_POOL2D, cpu_max_pool2d);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_MAX_POOL2D_BACKWARD, cpu_max_pool2d_backward);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_AVG_POOL2D, cpu_avg_pool2d);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_AVG_POOL2D_BACKWARD, cpu_avg_pool2d);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_ADAPTIVE_AVG_POOL2D, cpu_adaptive_avg_pool2d);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD, cpu_adaptive_avg_pool2d);
+    ampc_register_max_pool2d(AMPC_CPU, cpu_max_pool2d);
+    ampc_register_max_pool2d_backward(AMPC_CPU, cpu_max_pool2d_backward);
+    ampc_register_avg_pool2d(AMPC_CPU, cpu_avg_pool2d);
+    ampc_register_adaptive_pool2d(AMPC_CPU, cpu_adaptive_avg_pool2d);
 }

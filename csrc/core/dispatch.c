@@ -1,5 +1,6 @@
-/* dispatch.c: the op table's columns as arrays, the per-device kernel registry, and the
- * dispatcher (with its schema check for typed arguments). */
+/* dispatch.c: the op table's columns as arrays, the per-device kernel registry (one typed kernel
+ * per (device type, op), registered per schema), and the dispatcher (with its schema check for
+ * typed arguments). */
 #include "dispatch.h"
 
 #include <stdio.h>
@@ -76,7 +77,16 @@ static const char *const kind_names[] = {"UNARY", "BINARY", "COMPARE", "TERNARY"
                                          "OPTIM", "COMPOSITE"};
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == AMPC_KIND_COMPOSITE + 1, "kind_names: one per ampc_op_kind");
 
-static ampc_kernel_fn kernels[AMPC_NUM_DEVICE_TYPES][AMPC_NUM_OPS];
+/* A registered kernel, kept as the function-pointer type of its op's schema: call_kernel reads
+ * the member of the row's schema, the one ampc_register_<schema> wrote. */
+typedef union ampc_kernel {
+#define AMPC_ARGS(schema, fields) ampc_##schema##_kernel schema;
+#include "ops.def"
+#undef AMPC_ARGS
+} ampc_kernel;
+
+static ampc_kernel kernels[AMPC_NUM_DEVICE_TYPES][AMPC_NUM_OPS];
+static bool registered[AMPC_NUM_DEVICE_TYPES][AMPC_NUM_OPS];
 static int64_t dispatch_counts[AMPC_NUM_DEVICE_TYPES][AMPC_NUM_OPS];
 
 static bool valid_op(int op) { return op >= 0 && op < AMPC_NUM_OPS; }
@@ -107,7 +117,7 @@ int ampc_op_find(const char *name) {
 }
 
 bool ampc_op_has_kernel(ampc_device_type dev, ampc_op op) {
-    return dev >= 0 && dev < AMPC_NUM_DEVICE_TYPES && valid_op(op) && kernels[dev][op] != NULL;
+    return dev >= 0 && dev < AMPC_NUM_DEVICE_TYPES && valid_op(op) && registered[dev][op];
 }
 
 int64_t ampc_op_dispatch_count(ampc_device_type dev, ampc_op op) {
@@ -115,15 +125,36 @@ int64_t ampc_op_dispatch_count(ampc_device_type dev, ampc_op op) {
     return __atomic_load_n(&dispatch_counts[dev][op], __ATOMIC_RELAXED);
 }
 
-void ampc_register_kernel(ampc_device_type dev, ampc_op op, ampc_kernel_fn fn) { kernels[dev][op] = fn; }
+/* ampc_register_<schema>: fn serves every row of the schema that has kernels (BACKENDS ALL). */
+#define AMPC_ARGS(schema, fields)                                                          \
+    void ampc_register_##schema(ampc_device_type dev, ampc_##schema##_kernel fn) {         \
+        for (int op = 0; op < AMPC_NUM_OPS; op++)                                          \
+            if (op_schemas[op] == ampc_schema_##schema && op_has_kernels[op]) {            \
+                kernels[dev][op].schema = fn;                                              \
+                registered[dev][op] = fn != NULL;                                          \
+            }                                                                              \
+    }
+#include "ops.def"
+#undef AMPC_ARGS
 
-ampc_status ampc_dispatch(ampc_op op, const ampc_kernel_args *args) {
+/* Calls k with its real type: the member of the op row's schema. */
+static ampc_status call_kernel(ampc_op op, ampc_kernel k, const void *typed) {
+    switch (op_schemas[op]) {
+#define AMPC_ARGS(schema, fields) \
+    case ampc_schema_##schema: return k.schema(op, (const ampc_##schema##_args *)typed);
+#include "ops.def"
+#undef AMPC_ARGS
+    default: return ampc_set_error(AMPC_E_RUNTIME, "%s: its row has no kernel schema (ops.def)", op_names[op]);
+    }
+}
+
+ampc_status ampc_dispatch_typed(ampc_op op, ampc_schema schema, const void *typed, const ampc_dispatch_tensors *args) {
     if (!valid_op(op)) return ampc_set_error(AMPC_E_VALUE, "dispatch: op %d is not in the op table", (int)op);
     if (!op_has_kernels[op])
         return ampc_set_error(AMPC_E_RUNTIME, "%s: a composed op has no kernel of its own (ops.def)", op_names[op]);
-    if (args->typed && args->schema != (int)op_schemas[op])
+    if (schema != op_schemas[op])
         return ampc_set_error(AMPC_E_RUNTIME, "%s: called with arguments of schema '%s', but its ops.def row says '%s'",
-                              op_names[op], ampc_schema_name((ampc_schema)args->schema), schema_names[op_schemas[op]]);
+                              op_names[op], ampc_schema_name(schema), schema_names[op_schemas[op]]);
     /* The device of the first tensor present: an nn backward may leave out[0] NULL (no grad
      * wanted for the input) and still compute grad weight. */
     const ampc_tensor *first = NULL;
@@ -142,25 +173,9 @@ ampc_status ampc_dispatch(ampc_op op, const ampc_kernel_args *args) {
                                   ampc_device_str(args->in[i]->device, d1, sizeof d1), op_names[op]);
     /* Cross-device copies run on the non-CPU side's backend. */
     if (op == AMPC_OP_COPY && dev.type == AMPC_CPU) dev = args->in[0]->device;
-    ampc_kernel_fn fn = kernels[dev.type][op];
-    if (!fn)
+    if (!registered[dev.type][op])
         return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: no kernel for device %s", op_names[op],
                               ampc_device_str(dev, d0, sizeof d0));
     __atomic_fetch_add(&dispatch_counts[dev.type][op], 1, __ATOMIC_RELAXED);
-    return fn(op, args);
-}
-
-ampc_status ampc_dispatch_typed(ampc_op op, ampc_schema schema, const void *typed, ampc_kernel_args *bag) {
-    bag->typed = typed;
-    bag->schema = (int)schema;
-    return ampc_dispatch(op, bag);
-}
-
-const void *ampc_kernel_args_typed(const ampc_kernel_args *a, ampc_schema schema, const char *schema_name) {
-    if (!a->typed || a->schema != (int)schema) {
-        ampc_set_error(AMPC_E_RUNTIME, "kernel expected arguments of schema '%s', got '%s'", schema_name,
-                       a->typed ? ampc_schema_name((ampc_schema)a->schema) : "bag");
-        return NULL;
-    }
-    return a->typed;
+    return call_kernel(op, kernels[dev.type][op], typed);
 }

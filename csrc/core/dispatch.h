@@ -4,11 +4,12 @@
  * entries are the rows of ops.def; this header makes the enum and the accessors. A frontend
  * (elementwise.c, reduce.c, linalg.c, ...) validates arguments, applies the shape and dtype
  * rules, allocates outputs on the inputs' device and fills its op's typed argument struct
- * (kernel_args.h); ampc_dispatch_<schema> packs it and ampc_dispatch looks up
- * kernels[device type][op] and runs it. A backend adds kernels by registering them at start-up
- * (cpu/cpu_register.c; cuda/cuda_runtime.c calls the ampc_cuda_register_<family> functions);
- * callers never change. Kernels receive outputs already allocated and shaped, and inputs
- * already on the same device. */
+ * (kernel_args.h); ampc_dispatch_<schema> hands it to the dispatcher (dispatch.c), which
+ * looks up kernels[device type][op] and calls it with the struct. A backend adds kernels at
+ * start-up with ampc_register_<schema>(device, kernel), one call per schema (cpu/cpu_register.c
+ * calls the ampc_cpu_register_<family> functions, cuda/cuda_runtime.c the
+ * ampc_cuda_register_<family> ones); callers never change. Kernels receive outputs already
+ * allocated and shaped, and inputs already on the same device. */
 #ifndef AMPC_DISPATCH_H
 #define AMPC_DISPATCH_H
 
@@ -71,27 +72,17 @@ int64_t ampc_op_dispatch_count(ampc_device_type dev, ampc_op op);
 
 #define AMPC_MAX_KERNEL_TENSORS 8
 
-/* What the dispatcher carries to a kernel: the op's typed argument struct (kernel_args.h,
- * generated from the row's AMPC_ARGS schema) and, filled from its IN / OUT / LIST fields, the
- * tensors the dispatcher needs to pick the device and check that all are on it. A kernel reads
- * only the typed struct (ampc_args_<schema>), by field name. */
-typedef struct ampc_kernel_args {
+/* The tensors of one call's typed argument struct (kernel_args.h fills them from its IN / OUT /
+ * LIST fields, in schema order): the dispatcher picks the device from them and checks that all
+ * are on it. Kernels never see this; they receive the typed struct itself. */
+typedef struct ampc_dispatch_tensors {
     ampc_tensor *out[AMPC_MAX_KERNEL_TENSORS];
     int n_out;
     const ampc_tensor *in[AMPC_MAX_KERNEL_TENSORS];
     int n_in;
     ampc_tensor *const *list; /* multi-tensor ops: the whole list of one launch */
     int n_list;
-    const void *typed; /* the op's ampc_<schema>_args */
-    int schema;        /* its ampc_schema, checked against the op's row */
-} ampc_kernel_args;
-
-typedef ampc_status (*ampc_kernel_fn)(ampc_op op, const ampc_kernel_args *args);
-
-void ampc_register_kernel(ampc_device_type dev, ampc_op op, ampc_kernel_fn fn);
-/* Runs the kernel for the device of args->out[0] (or in[0] if there are no outputs).
- * Fails with NotImplemented naming the op and device when none is registered. */
-ampc_status ampc_dispatch(ampc_op op, const ampc_kernel_args *args);
+} ampc_dispatch_tensors;
 
 /* Registers every built-in backend once (CPU always; CUDA when compiled and available). */
 void ampc_init_backends(void);

@@ -715,14 +715,11 @@ static ampc_status masked_fill_into(ampc_tensor *a, const ampc_tensor *mask, amp
 }
 
 /* The MASKED_FILL row's contract, checked by every device's kernel. */
-const ampc_masked_fill_args *ampc_masked_fill_kernel_args(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_masked_fill_args *p = ampc_args_masked_fill(a);
-    if (p && (p->mask->dtype != AMPC_BOOL || p->value->dtype != p->dst->dtype || p->value->ndim != 0)) {
-        ampc_set_error(AMPC_E_RUNTIME, "%s: expects a bool mask and a 0-dim value of the output's dtype",
-                       ampc_op_name(op));
-        return NULL;
-    }
-    return p;
+ampc_status ampc_masked_fill_check(ampc_op op, const ampc_masked_fill_args *p) {
+    if (p->mask->dtype != AMPC_BOOL || p->value->dtype != p->dst->dtype || p->value->ndim != 0)
+        return ampc_set_error(AMPC_E_RUNTIME, "%s: expects a bool mask and a 0-dim value of the output's dtype",
+                              ampc_op_name(op));
+    return AMPC_OK;
 }
 
 ampc_status ampc_masked_fill_(ampc_tensor *a, const ampc_tensor *mask, ampc_scalar value) {

@@ -1,4 +1,5 @@
-/* kernel_args.h: typed, named kernel arguments, generated from the AMPC_ARGS schemas of ops.def.
+/* kernel_args.h: typed, named kernel arguments and typed kernels, generated from the AMPC_ARGS
+ * schemas of ops.def.
  *
  * For a schema
  *     AMPC_ARGS(layer_norm, IN(x) IN(weight) IN(bias) OUT(y) OUT(mean) OUT(rstd) VAL(double, eps))
@@ -6,13 +7,17 @@
  *     typedef struct ampc_layer_norm_args {
  *         const ampc_tensor *x, *weight, *bias; ampc_tensor *y, *mean, *rstd; double eps;
  *     } ampc_layer_norm_args;
+ *     typedef ampc_status (*ampc_layer_norm_kernel)(ampc_op op, const ampc_layer_norm_args *a);
  *     ampc_status ampc_dispatch_layer_norm(ampc_op op, const ampc_layer_norm_args *p);   (frontends)
- *     const ampc_layer_norm_args *ampc_args_layer_norm(const ampc_kernel_args *a);       (kernels)
- * The dispatcher still receives an ampc_kernel_args: its tensor slots are filled from the IN and
- * OUT fields (in schema order) so it can pick the device and check that every tensor is on it;
- * the typed struct rides in `typed`, tagged with its schema. A kernel reads only the typed
- * struct, by name. ampc_dispatch checks that the struct's schema is the op row's, so a frontend
- * that fills the wrong struct fails with a message naming both, not with garbage in a kernel.
+ *     void ampc_register_layer_norm(ampc_device_type dev, ampc_layer_norm_kernel fn);   (backends)
+ * A backend registers one kernel per schema: ampc_register_<schema> installs fn for every ops.def
+ * row of that schema with BACKENDS ALL, and the kernel tells the rows apart by `op`. The
+ * dispatcher keeps each kernel as its own function-pointer type (a union over the schemas) and
+ * calls it through a switch on the row's schema, so no function pointer is ever cast.
+ * ampc_dispatch_<schema> also hands the dispatcher the struct's IN, OUT and LIST tensors (in
+ * schema order, an ampc_dispatch_tensors) so it can pick the device and check that every tensor
+ * is on it, and the struct's schema, which it checks against the op's row: a frontend that fills
+ * the wrong struct fails with a message naming both, not with garbage in a kernel.
  *
  * Field kinds: IN(name) a const input tensor (NULL: optional and absent), OUT(name) an output
  * tensor (NULL: not wanted), VAL(type, name) a value, ARR(type, name, n) a fixed array,
@@ -83,24 +88,29 @@ typedef struct ampc_index_dim {
 #include "ops.def"
 #include "kernel_args_end.h"
 
-/* ---- packing for the dispatcher, and the kernels' typed view */
-ampc_status ampc_dispatch_typed(ampc_op op, ampc_schema schema, const void *typed, ampc_kernel_args *bag);
-/* The typed struct of a, after checking it is of `schema` (NULL with the error set otherwise). */
-const void *ampc_kernel_args_typed(const ampc_kernel_args *a, ampc_schema schema, const char *schema_name);
+/* ---- the kernel types and their registration (dispatch.c defines the registrations) */
+#define AMPC_ARGS(schema, fields)                                                                        \
+    typedef ampc_status (*ampc_##schema##_kernel)(ampc_op op, const ampc_##schema##_args *a);            \
+    void ampc_register_##schema(ampc_device_type dev, ampc_##schema##_kernel fn);
+#include "ops.def"
+#undef AMPC_ARGS
 
-#define IN(n) a.in[a.n_in++] = p->n;
-#define OUT(n) a.out[a.n_out++] = p->n;
+/* ---- packing for the dispatcher */
+/* Runs op's kernel for the device of its first tensor (outputs first) with `typed`, an
+ * ampc_<schema>_args. Fails naming the op when `schema` is not its row's, and naming the op and
+ * device when that device has no kernel for it. */
+ampc_status ampc_dispatch_typed(ampc_op op, ampc_schema schema, const void *typed, const ampc_dispatch_tensors *t);
+
+#define IN(n) t.in[t.n_in++] = p->n;
+#define OUT(n) t.out[t.n_out++] = p->n;
 #define VAL(type, n)
 #define ARR(type, n, len)
-#define LIST(n) a.list = p->n, a.n_list = p->n##_n;
+#define LIST(n) t.list = p->n, t.n_list = p->n##_n;
 #define AMPC_ARGS(schema, fields)                                                                    \
     static inline ampc_status ampc_dispatch_##schema(ampc_op op, const ampc_##schema##_args *p) {  \
-        ampc_kernel_args a;                                                                        \
-        memset(&a, 0, sizeof a);                                                                   \
-        fields return ampc_dispatch_typed(op, ampc_schema_##schema, p, &a);                         \
-    }                                                                                              \
-    static inline const ampc_##schema##_args *ampc_args_##schema(const ampc_kernel_args *a) {      \
-        return (const ampc_##schema##_args *)ampc_kernel_args_typed(a, ampc_schema_##schema, #schema); \
+        ampc_dispatch_tensors t;                                                                   \
+        memset(&t, 0, sizeof t);                                                                   \
+        fields return ampc_dispatch_typed(op, ampc_schema_##schema, p, &t);                         \
     }
 #include "ops.def"
 #include "kernel_args_end.h"

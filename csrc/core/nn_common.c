@@ -80,13 +80,6 @@ ampc_tensor *nn_reshape_view(const ampc_tensor *t, int ndim, const int64_t *shap
     return ampc_tensor_from_storage(t->storage, t->offset, ndim, shape, NULL, t->dtype);
 }
 
-ampc_status nn_dispatch(ampc_op op, const ampc_kernel_args *a) {
-    bool any = a->n_out == 0;
-    for (int i = 0; i < a->n_out; i++)
-        if (a->out[i] && ampc_numel(a->out[i]) > 0) any = true;
-    return any ? ampc_dispatch(op, a) : AMPC_OK;
-}
-
 ampc_tensor *nn_sum_to(const ampc_tensor *grad, int ndim, const int64_t *shape) {
     int lead = grad->ndim - ndim;
     int64_t dims[AMPC_MAX_DIMS];

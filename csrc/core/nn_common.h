@@ -12,8 +12,6 @@
 /* Statistics (mean, rstd, lse, total weight) are float32, float64 for float64 inputs. */
 static inline ampc_dtype nn_stats_dtype(ampc_dtype dt) { return dt == AMPC_FLOAT64 ? AMPC_FLOAT64 : AMPC_FLOAT32; }
 
-static inline void nn_args_init(ampc_kernel_args *a) { memset(a, 0, sizeof *a); }
-
 /* "[2, 3]" of a tensor, into buf. */
 const char *nn_shape(const ampc_tensor *t, char *buf, size_t cap);
 /* PyTorch's legacy type name ("torch.FloatTensor", "torch.cuda.HalfTensor") for messages. */
@@ -66,8 +64,5 @@ ampc_status nn_first_order_only(const struct ampc_node *node);
 /* How an nn gradient rule starts: nn_first_order_only, then the node's saved tensors into
  * saved[0 .. n_saved), the rest of the cap slots NULL. */
 ampc_status nn_rule_saved(struct ampc_node *node, int cap, const ampc_tensor **saved);
-
-/* Runs one NN kernel unless there is nothing to compute (every output empty). */
-ampc_status nn_dispatch(ampc_op op, const ampc_kernel_args *a);
 
 #endif

@@ -342,15 +342,15 @@ ampc_status ampc_native_layer_norm_backward(const ampc_tensor *grad_out, const a
     norm_grads o;
     ampc_status st = norm_grads_begin(&o, grad_out, input, weight, 2, shape2, d, need);
     if (st == AMPC_OK) {
-        ampc_norm_backward_args a = {.grad_x = o.gx, .grad_weight = o.gw, .grad_bias = o.gb, .grad_y = o.g,
-                                     .x = o.x, .mean = mean, .rstd = rstd, .weight = o.w};
+        ampc_layer_norm_backward_args a = {.grad_x = o.gx, .grad_weight = o.gw, .grad_bias = o.gb, .grad_y = o.g,
+                                           .x = o.x, .mean = mean, .rstd = rstd, .weight = o.w};
         bool params_nonempty = d > 0 && (o.gw || o.gb);
         if (m * d > 0 || params_nonempty) {
             if (m == 0) { /* no rows: parameter grads are zero */
                 if (o.gw) st = ampc_zero_(o.gw);
                 if (o.gb && st == AMPC_OK) st = ampc_zero_(o.gb);
             } else {
-                st = ampc_dispatch_norm_backward(AMPC_OP_LAYER_NORM_BACKWARD, &a);
+                st = ampc_dispatch_layer_norm_backward(AMPC_OP_LAYER_NORM_BACKWARD, &a);
             }
         }
     }
@@ -432,9 +432,9 @@ ampc_status ampc_native_group_norm_backward(const ampc_tensor *grad_out, const a
     if (st == AMPC_OK) st = nn_contig(mean, &mc);
     if (st == AMPC_OK) st = nn_contig(rstd, &rc);
     if (st == AMPC_OK && shape3[1] > 0) {
-        ampc_norm_backward_args a = {.grad_x = o.gx, .grad_weight = o.gw, .grad_bias = o.gb, .grad_y = o.g,
-                                     .x = o.x, .mean = mc, .rstd = rc, .weight = o.w, .groups = num_groups};
-        st = ampc_dispatch_norm_backward(AMPC_OP_GROUP_NORM_BACKWARD, &a);
+        ampc_group_norm_backward_args a = {.grad_x = o.gx, .grad_weight = o.gw, .grad_bias = o.gb, .grad_y = o.g,
+                                           .x = o.x, .mean = mc, .rstd = rc, .weight = o.w, .groups = num_groups};
+        st = ampc_dispatch_group_norm_backward(AMPC_OP_GROUP_NORM_BACKWARD, &a);
     }
     ampc_tensor *tmp[2] = {mc, rc};
     nn_release(2, tmp);

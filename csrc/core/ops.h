@@ -83,9 +83,8 @@ ampc_tensor *ampc_mv(const ampc_tensor *a, const ampc_tensor *v);       /* (n,k)
 /* Checks a GEMM kernel's arguments against the GEMM row of ops.def (every device's kernel calls it). */
 struct ampc_gemm_args;
 struct ampc_masked_fill_args;
-/* A MASKED_FILL kernel's typed arguments after checking them against its row (index.c), or NULL
- * with the error set. */
-const struct ampc_masked_fill_args *ampc_masked_fill_kernel_args(ampc_op op, const ampc_kernel_args *a);
+/* Checks a MASKED_FILL kernel's typed arguments against its row (index.c). */
+ampc_status ampc_masked_fill_check(ampc_op op, const struct ampc_masked_fill_args *p);
 ampc_status ampc_gemm_check_args(const struct ampc_gemm_args *p);
 /* einsum of one or two operands ("ij,jk->ik", "bhqd,bhkd->bhqk", "i,i->", "...ij,...jk",
  * "ii->i"): diagonals and sums by views and one batched GEMM (einsum.c). */

@@ -28,56 +28,79 @@ typedef struct ampc_random_params {
     const double *p0, *p1; /* per-element NORMAL mean/std or BERNOULLI p (contiguous float64), or NULL */
 } ampc_random_params;
 
-/* The params of a RANDOM op's typed arguments (kernel_args.h), or false with the error set. */
-static inline bool ampc_random_params_of(ampc_op op, const ampc_kernel_args *args, ampc_random_params *out,
-                                         ampc_tensor **t) {
+/* The fields every RANDOM op's params share. */
+static inline ampc_random_params ampc_random_params_init(ampc_op op, const ampc_tensor *out, uint64_t seed,
+                                                         uint64_t offset) {
     ampc_random_params p;
     p.op = (int)op;
+    p.dtype = (int)out->dtype;
+    p.per_block = 4;
+    p.seed = seed, p.block0 = offset / 4;
     p.a = p.b = 0;
     p.low = 0;
     p.range = 0;
     p.p0 = p.p1 = NULL;
-    p.per_block = 4;
-    switch (op) {
-    case AMPC_OP_UNIFORM: {
-        const ampc_uniform_args *u = ampc_args_uniform(args);
-        if (!u) return false;
-        *t = u->out, p.seed = u->seed, p.block0 = u->offset / 4, p.a = u->from, p.b = u->to;
-        break;
+    return p;
+}
+
+/* UNIFORM and NORMAL draw floating values only; float64 takes two words per element. */
+static inline bool ampc_random_floating_only(ampc_random_params *p) {
+    if (!ampc_dtype_is_floating((ampc_dtype)p->dtype)) {
+        ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: not implemented for dtype %s", ampc_op_name((ampc_op)p->op),
+                       ampc_dtype_name((ampc_dtype)p->dtype));
+        return false;
     }
-    case AMPC_OP_NORMAL: {
-        const ampc_normal_args *u = ampc_args_normal(args);
-        if (!u) return false;
-        *t = u->out, p.seed = u->seed, p.block0 = u->offset / 4, p.a = u->mean, p.b = u->stddev;
-        if (u->means && u->stddevs) {
-            p.p0 = (const double *)ampc_data_ptr(u->means);
-            p.p1 = (const double *)ampc_data_ptr(u->stddevs);
-        }
-        break;
-    }
-    case AMPC_OP_RANDINT: {
-        const ampc_randint_args *u = ampc_args_randint(args);
-        if (!u) return false;
-        *t = u->out, p.seed = u->seed, p.block0 = u->offset / 4, p.a = (double)u->low, p.b = (double)u->high;
-        p.low = u->low;
-        p.range = (uint64_t)u->high - (uint64_t)p.low + 1u; /* high is inclusive */
-        if (p.range == 0 || p.range > ((uint64_t)1 << 32)) p.per_block = 2;
-        break;
-    }
-    case AMPC_OP_BERNOULLI: {
-        const ampc_bernoulli_args *u = ampc_args_bernoulli(args);
-        if (!u) return false;
-        *t = u->out, p.seed = u->seed, p.block0 = u->offset / 4, p.a = u->p;
-        if (u->probs) p.p0 = (const double *)ampc_data_ptr(u->probs);
-        break;
-    }
-    default: ampc_set_error(AMPC_E_RUNTIME, "%s: not a random op", ampc_op_name(op)); return false;
-    }
-    p.dtype = (int)(*t)->dtype;
-    if ((op == AMPC_OP_UNIFORM || op == AMPC_OP_NORMAL) && p.dtype == AMPC_FLOAT64) p.per_block = 2;
-    *out = p;
+    if (p->dtype == AMPC_FLOAT64) p->per_block = 2;
     return true;
 }
+
+/* The params of each RANDOM schema's typed arguments (kernel_args.h), or false with the error set. */
+static inline bool ampc_random_params_uniform(ampc_op op, const ampc_uniform_args *u, ampc_random_params *p) {
+    *p = ampc_random_params_init(op, u->out, u->seed, u->offset);
+    p->a = u->from, p->b = u->to;
+    return ampc_random_floating_only(p);
+}
+
+static inline bool ampc_random_params_normal(ampc_op op, const ampc_normal_args *u, ampc_random_params *p) {
+    *p = ampc_random_params_init(op, u->out, u->seed, u->offset);
+    p->a = u->mean, p->b = u->stddev;
+    if (u->means && u->stddevs) {
+        p->p0 = (const double *)ampc_data_ptr(u->means);
+        p->p1 = (const double *)ampc_data_ptr(u->stddevs);
+    }
+    return ampc_random_floating_only(p);
+}
+
+static inline bool ampc_random_params_randint(ampc_op op, const ampc_randint_args *u, ampc_random_params *p) {
+    *p = ampc_random_params_init(op, u->out, u->seed, u->offset);
+    p->a = (double)u->low, p->b = (double)u->high;
+    p->low = u->low;
+    p->range = (uint64_t)u->high - (uint64_t)p->low + 1u; /* high is inclusive */
+    if (p->range == 0 || p->range > ((uint64_t)1 << 32)) p->per_block = 2;
+    return true;
+}
+
+static inline bool ampc_random_params_bernoulli(ampc_op op, const ampc_bernoulli_args *u, ampc_random_params *p) {
+    *p = ampc_random_params_init(op, u->out, u->seed, u->offset);
+    p->a = u->p;
+    if (u->probs) p->p0 = (const double *)ampc_data_ptr(u->probs);
+    return true;
+}
+
+/* A backend's typed kernels prefix_uniform, prefix_normal, prefix_randint and prefix_bernoulli:
+ * each makes its schema's params and hands them to the backend's
+ * `ampc_status fill(const ampc_random_params *p, ampc_tensor *out)`, which runs the draws. */
+#define AMPC_RANDOM_KERNEL(prefix, schema, fill)                                       \
+    static ampc_status prefix##_##schema(ampc_op op, const ampc_##schema##_args *a) {  \
+        ampc_random_params p;                                                          \
+        if (!ampc_random_params_##schema(op, a, &p)) return ampc_last_status();        \
+        return fill(&p, a->out);                                                       \
+    }
+#define AMPC_RANDOM_KERNELS(prefix, fill)                                              \
+    AMPC_RANDOM_KERNEL(prefix, uniform, fill)                                          \
+    AMPC_RANDOM_KERNEL(prefix, normal, fill)                                           \
+    AMPC_RANDOM_KERNEL(prefix, randint, fill)                                          \
+    AMPC_RANDOM_KERNEL(prefix, bernoulli, fill)
 
 /* A value rounded to a floating output dtype and widened back to double (exact). */
 AMPC_HD double ampc_round_to_dtype(int dtype, double v) {

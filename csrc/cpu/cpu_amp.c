@@ -114,10 +114,7 @@ static void unscale_f64(char **d, const int64_t *s, int64_t n, const void *c) {
     if (bad) __atomic_store_n(&ctx->found, 1, __ATOMIC_RELAXED);
 }
 
-static ampc_status cpu_unscale_check(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_amp_unscale_args *a = ampc_args_amp_unscale(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_unscale_check(ampc_op op, const ampc_amp_unscale_args *a) {
     unscale_ctx ctx = {*(const float *)ampc_data_ptr(a->inv_scale), 0};
     for (int i = 0; i < a->grads_n; i++) {
         ampc_tensor *g = a->grads[i];
@@ -133,10 +130,7 @@ static ampc_status cpu_unscale_check(ampc_op op, const ampc_kernel_args *args) {
     return AMPC_OK;
 }
 
-static ampc_status cpu_update_scale(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_amp_update_scale_args *a = ampc_args_amp_update_scale(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_update_scale(ampc_op op, const ampc_amp_update_scale_args *a) {
     float *scale = (float *)ampc_data_ptr(a->scale);
     int32_t *tracker = (int32_t *)ampc_data_ptr(a->growth_tracker);
     float found_inf = *(const float *)ampc_data_ptr(a->found_inf);
@@ -149,6 +143,6 @@ static ampc_status cpu_update_scale(ampc_op op, const ampc_kernel_args *args) {
 }
 
 void ampc_cpu_register_amp(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_AMP_UNSCALE_CHECK, cpu_unscale_check);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_AMP_UPDATE_SCALE, cpu_update_scale);
+    ampc_register_amp_unscale(AMPC_CPU, cpu_unscale_check);
+    ampc_register_amp_update_scale(AMPC_CPU, cpu_update_scale);
 }

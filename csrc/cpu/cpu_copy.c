@@ -35,10 +35,7 @@ static void copy_bytes(char **d, const int64_t *s, int64_t n, const void *c) {
     for (int64_t k = 0; k < n; k++, o += s[0], i += s[1]) memcpy(o, i, item);
 }
 
-static ampc_status cpu_copy(ampc_op op, const ampc_kernel_args *a) {
-    (void)op;
-    const ampc_copy_args *p = ampc_args_copy(a);
-    if (!p) return ampc_last_status();
+static ampc_status cpu_copy(ampc_op op, const ampc_copy_args *p) {
     ampc_tensor *dst = p->dst;
     const ampc_tensor *src = p->src;
     if (src->device.type != AMPC_CPU || dst->device.type != AMPC_CPU)
@@ -62,10 +59,7 @@ static void fill_bytes(char **d, const int64_t *s, int64_t n, const void *c) {
     for (int64_t k = 0; k < n; k++, o += s[0]) memcpy(o, v, item);
 }
 
-static ampc_status cpu_fill(ampc_op op, const ampc_kernel_args *a) {
-    (void)op;
-    const ampc_fill_args *p = ampc_args_fill(a);
-    if (!p) return ampc_last_status();
+static ampc_status cpu_fill(ampc_op op, const ampc_fill_args *p) {
     ampc_tensor *t = p->dst;
     struct {
         size_t item;
@@ -98,6 +92,6 @@ static ampc_status cpu_fill(ampc_op op, const ampc_kernel_args *a) {
 }
 
 void ampc_cpu_register_copy(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_COPY, cpu_copy);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_FILL, cpu_fill);
+    ampc_register_copy(AMPC_CPU, cpu_copy);
+    ampc_register_fill(AMPC_CPU, cpu_fill);
 }

@@ -271,11 +271,10 @@ static int mirrored_form(ampc_ew_form form) {
     }
 }
 
-static ampc_status cpu_elementwise_kernel(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_elementwise_args *a = ampc_args_elementwise(args);
-    if (!a) return ampc_last_status();
-    for (int k = 0; k < args->n_in; k++)
-        if (args->in[k] && args->in[k]->device.type != AMPC_CPU)
+static ampc_status cpu_elementwise_kernel(ampc_op op, const ampc_elementwise_args *a) {
+    const ampc_tensor *const inputs[3] = {a->a, a->b, a->c};
+    for (int k = 0; k < 3; k++)
+        if (inputs[k] && inputs[k]->device.type != AMPC_CPU)
             return ampc_set_error(AMPC_E_RUNTIME, "%s: the CPU kernel got an input on another device", ampc_op_name(op));
     ampc_ew_form form = (ampc_ew_form)a->form;
     const ampc_tensor *ta = a->a, *tb = ampc_ew_form_is_unary(form) ? NULL : a->b;
@@ -291,7 +290,7 @@ static ampc_status cpu_elementwise_kernel(ampc_op op, const ampc_kernel_args *ar
     if (ampc_ew_form_is_unary(form)) {
         fn = loops[form][dt][FORM_TENSOR];
         if (!fn) return no_loop(op, form, dt);
-        AMPC_TRY(run_loop(args->out[0], 1, &ta, fn, &ctx));
+        AMPC_TRY(run_loop(a->out, 1, &ta, fn, &ctx));
     } else {
         ampc_scalar sa = a->scalar_a, sb = a->scalar_b;
         /* a one-element tensor operand becomes a scalar too (when the other one runs along the row) */
@@ -308,7 +307,7 @@ static ampc_status cpu_elementwise_kernel(ampc_op op, const ampc_kernel_args *ar
             fn = loops[form][dt][FORM_TENSOR];
             const ampc_tensor *ins[2] = {ta, tb};
             if (!fn) return no_loop(op, form, dt);
-            AMPC_TRY(run_loop(args->out[0], 2, ins, fn, &ctx));
+            AMPC_TRY(run_loop(a->out, 2, ins, fn, &ctx));
         } else {
             const ampc_tensor *operand;
             if (!tb) { /* x OP s */
@@ -323,7 +322,7 @@ static ampc_status cpu_elementwise_kernel(ampc_op op, const ampc_kernel_args *ar
                 if (!fn && mirror >= 0) fn = loops[mirror][dt][FORM_SCALAR_B];
             }
             if (!fn) return no_loop(op, form, dt);
-            AMPC_TRY(run_loop(args->out[0], 1, &operand, fn, &ctx));
+            AMPC_TRY(run_loop(a->out, 1, &operand, fn, &ctx));
         }
     }
     if (zero_division) return ampc_set_error(AMPC_E_RUNTIME, "ZeroDivisionError");
@@ -388,9 +387,7 @@ DEF_WHERE(16)
 DEF_WHERE(32)
 DEF_WHERE(64)
 
-static ampc_status cpu_where(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_where_args *a = ampc_args_where(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_where(ampc_op op, const ampc_where_args *a) {
     ampc_tensor *out = a->out;
     const ampc_tensor *cond = a->cond, *x = a->x, *y = a->y;
     if (!cond || cond->dtype != AMPC_BOOL || cond->device.type != AMPC_CPU)
@@ -427,8 +424,6 @@ static ampc_status cpu_where(ampc_op op, const ampc_kernel_args *args) {
 
 void ampc_cpu_register_elementwise(void) {
     fill_loop_tables();
-    for (int op = 0; op < AMPC_NUM_OPS; op++)
-        if (ampc_op_schema((ampc_op)op) == ampc_schema_elementwise)
-            ampc_register_kernel(AMPC_CPU, (ampc_op)op, cpu_elementwise_kernel);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_WHERE, cpu_where);
+    ampc_register_elementwise(AMPC_CPU, cpu_elementwise_kernel);
+    ampc_register_where(AMPC_CPU, cpu_where);
 }

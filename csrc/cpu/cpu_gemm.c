@@ -281,10 +281,7 @@ static gemm_mat matrix_of(const ampc_tensor *t, int64_t offset) {
     return mat;
 }
 
-static ampc_status cpu_gemm(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_gemm_args *p = ampc_args_gemm(args);
-    if (!p) return ampc_last_status();
+static ampc_status cpu_gemm(ampc_op op, const ampc_gemm_args *p) {
     AMPC_TRY(ampc_gemm_check_args(p));
     ampc_tensor *c = p->out;
     const ampc_tensor *a = p->a, *b = p->b, *bias = p->c;
@@ -355,5 +352,5 @@ void ampc_cpu_register_gemm(void) {
      * an unknown or unavailable name keeps "auto". */
     const char *env = getenv("AMPC_GEMM");
     if (env && *env && ampc_cpu_gemm_set_backend(env) != AMPC_OK) ampc_clear_error();
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_GEMM, cpu_gemm);
+    ampc_register_gemm(AMPC_CPU, cpu_gemm);
 }

@@ -176,9 +176,7 @@ static ampc_cpu_loop_fn move_loop(size_t item, bool put) {
 }
 
 /* INDEX_SELECT, GATHER, INDEX */
-static ampc_status cpu_gather_form(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_gather_args *p = ampc_args_gather(a);
-    if (!p) return ampc_last_status();
+static ampc_status cpu_gather_form(ampc_op op, const ampc_gather_args *p) {
     index_ctx x;
     ampc_cpu_iter it;
     if (ampc_numel(p->out) == 0) return AMPC_OK;
@@ -189,9 +187,7 @@ static ampc_status cpu_gather_form(ampc_op op, const ampc_kernel_args *a) {
 }
 
 /* SCATTER_ADD, INDEX_ADD, INDEX_PUT */
-static ampc_status cpu_scatter_form(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_scatter_args *p = ampc_args_scatter(a);
-    if (!p) return ampc_last_status();
+static ampc_status cpu_scatter_form(ampc_op op, const ampc_scatter_args *p) {
     index_ctx x;
     ampc_cpu_iter it;
     ampc_dtype dt = p->dst->dtype;
@@ -216,9 +212,8 @@ DEFINE_MASKED_FILL(2)
 DEFINE_MASKED_FILL(4)
 DEFINE_MASKED_FILL(8)
 
-static ampc_status cpu_masked_fill(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_masked_fill_args *p = ampc_masked_fill_kernel_args(op, a);
-    if (!p) return ampc_last_status();
+static ampc_status cpu_masked_fill(ampc_op op, const ampc_masked_fill_args *p) {
+    AMPC_TRY(ampc_masked_fill_check(op, p));
     ampc_tensor *out = p->dst;
     ampc_cpu_loop_fn fn;
     switch (ampc_dtype_itemsize(out->dtype)) {
@@ -264,10 +259,7 @@ static ampc_status cpu_masked_fill(ampc_op op, const ampc_kernel_args *a) {
     }
 AMPC_FOR_EACH_DTYPE(DEFINE_NONZERO)
 
-static ampc_status cpu_nonzero(ampc_op op, const ampc_kernel_args *a) {
-    (void)op;
-    const ampc_nonzero_args *p = ampc_args_nonzero(a);
-    if (!p) return ampc_last_status();
+static ampc_status cpu_nonzero(ampc_op op, const ampc_nonzero_args *p) {
     const ampc_tensor *t = p->input;
     ampc_tensor *out = p->out;
     if (out->dtype != AMPC_INT64 || (p->fill && (out->ndim != 2 || !ampc_is_contiguous(out))))
@@ -286,12 +278,8 @@ static ampc_status cpu_nonzero(ampc_op op, const ampc_kernel_args *a) {
 }
 
 void ampc_cpu_register_index(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_INDEX_SELECT, cpu_gather_form);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_GATHER, cpu_gather_form);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_INDEX, cpu_gather_form);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_SCATTER_ADD, cpu_scatter_form);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_INDEX_ADD, cpu_scatter_form);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_INDEX_PUT, cpu_scatter_form);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_MASKED_FILL, cpu_masked_fill);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_NONZERO, cpu_nonzero);
+    ampc_register_gather(AMPC_CPU, cpu_gather_form);
+    ampc_register_scatter(AMPC_CPU, cpu_scatter_form);
+    ampc_register_masked_fill(AMPC_CPU, cpu_masked_fill);
+    ampc_register_nonzero(AMPC_CPU, cpu_nonzero);
 }

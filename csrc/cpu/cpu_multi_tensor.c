@@ -127,9 +127,7 @@ static double norm_chunk(const chunk *t, norm_kind k, double p) {
     }
 }
 
-static ampc_status cpu_grad_norm(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_grad_norm_args *a = ampc_args_grad_norm(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_grad_norm(ampc_op op, const ampc_grad_norm_args *a) {
     double p = a->p;
     norm_kind k = kind_of(p);
     chunk *chunks;
@@ -199,9 +197,7 @@ static double load_one(const ampc_tensor *t) {
     }
 }
 
-static ampc_status cpu_grad_scale(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_grad_scale_args *a = ampc_args_grad_scale(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_grad_scale(ampc_op op, const ampc_grad_scale_args *a) {
     double scale = load_one(a->scale);
     bool *contiguous = (bool *)malloc((size_t)(a->tensors_n ? a->tensors_n : 1) * sizeof *contiguous);
     if (!contiguous) return ampc_set_error(AMPC_E_NOMEM, "%s: out of host memory", ampc_op_name(op));
@@ -233,6 +229,6 @@ static ampc_status cpu_grad_scale(ampc_op op, const ampc_kernel_args *args) {
 }
 
 void ampc_cpu_register_multi_tensor(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_GRAD_NORM, cpu_grad_norm);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_GRAD_SCALE, cpu_grad_scale);
+    ampc_register_grad_norm(AMPC_CPU, cpu_grad_norm);
+    ampc_register_grad_scale(AMPC_CPU, cpu_grad_scale);
 }

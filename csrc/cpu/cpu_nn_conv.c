@@ -83,10 +83,7 @@ static void im2col_plane(const conv_geom *g, const char *plane, char *dst, int64
         }
 }
 
-static ampc_status cpu_im2col(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_im2col_args *a = ampc_args_im2col(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_im2col(ampc_op op, const ampc_im2col_args *a) {
     const ampc_tensor *x = a->in;
     conv_geom g = geom_of(x, a);
     size_t item = ampc_dtype_itemsize(x->dtype);
@@ -131,15 +128,17 @@ static void col2im_task(void *vctx, int64_t p, double *buf) {
     nn_store(c->x->dtype, ampc_data_ptr(c->x), p * hw, 1, hw, acc);
 }
 
-static ampc_status cpu_col2im(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_im2col_args *a = ampc_args_im2col(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_col2im(ampc_op op, const ampc_im2col_args *a) {
     col2im_ctx c = {.g = geom_of(a->out, a), .cols = a->in, .x = a->out};
     int64_t kk = c.g.kh * c.g.kw, l = c.g.oh * c.g.ow, planes = c.g.n * c.g.c;
     return nn_run_tasks(op, planes, conv_threads(planes * kk * l), c.g.h * c.g.w + l, col2im_task, &c);
 }
 
+/* IM2COL and COL2IM share their schema (the frontend fills one geometry for both). */
+static ampc_status cpu_cols(ampc_op op, const ampc_im2col_args *a) {
+    return op == AMPC_OP_IM2COL ? cpu_im2col(op, a) : cpu_col2im(op, a);
+}
+
 void ampc_cpu_register_nn_conv(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_IM2COL, cpu_im2col);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_COL2IM, cpu_col2im);
+    ampc_register_im2col(AMPC_CPU, cpu_cols);
 }

@@ -111,17 +111,13 @@ static ampc_status run_loss(ampc_op op, loss_ctx *c, int64_t numel, bool backwar
     return AMPC_OK;
 }
 
-static ampc_status cpu_loss(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_pointwise_loss_args *a = ampc_args_pointwise_loss(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_loss(ampc_op op, const ampc_pointwise_loss_args *a) {
     loss_ctx c = {.op = op, .x = a->input, .t = a->target, .w = a->weight, .pw = a->pos_weight, .out = a->loss,
                   .reduction = a->reduction, .beta = a->beta};
     return run_loss(op, &c, ampc_numel(c.x), false);
 }
 
-static ampc_status cpu_loss_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_pointwise_loss_backward_args *a = ampc_args_pointwise_loss_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_loss_backward(ampc_op op, const ampc_pointwise_loss_backward_args *a) {
     loss_ctx c = {.op = op, .g = a->grad_loss, .x = a->input, .t = a->target, .w = a->weight, .pw = a->pos_weight,
                   .out = a->grad_input, .gt = a->grad_target, .reduction = a->reduction, .beta = a->beta};
     int64_t numel = ampc_numel(c.x);
@@ -131,12 +127,6 @@ static ampc_status cpu_loss_backward(ampc_op op, const ampc_kernel_args *args) {
 }
 
 void ampc_cpu_register_nn_loss(void) {
-    static const ampc_op fwd[] = {AMPC_OP_MSE_LOSS, AMPC_OP_L1_LOSS, AMPC_OP_SMOOTH_L1_LOSS, AMPC_OP_BCE_LOSS,
-                                  AMPC_OP_BCE_WITH_LOGITS_LOSS};
-    static const ampc_op bwd[] = {AMPC_OP_MSE_LOSS_BACKWARD, AMPC_OP_L1_LOSS_BACKWARD, AMPC_OP_SMOOTH_L1_LOSS_BACKWARD,
-                                  AMPC_OP_BCE_LOSS_BACKWARD, AMPC_OP_BCE_WITH_LOGITS_LOSS_BACKWARD};
-    for (int i = 0; i < 5; i++) {
-        ampc_register_kernel(AMPC_CPU, fwd[i], cpu_loss);
-        ampc_register_kernel(AMPC_CPU, bwd[i], cpu_loss_backward);
-    }
+    ampc_register_pointwise_loss(AMPC_CPU, cpu_loss);
+    ampc_register_pointwise_loss_backward(AMPC_CPU, cpu_loss_backward);
 }

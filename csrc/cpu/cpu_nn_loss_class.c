@@ -109,9 +109,7 @@ static void ce_common(ce_ctx *c, const ampc_tensor *x, const ampc_tensor *target
     c->reduction = reduction, c->ignore = ignore_index, c->probs = probs, c->ls = label_smoothing;
 }
 
-static ampc_status cpu_cross_entropy(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_cross_entropy_args *a = ampc_args_cross_entropy(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_cross_entropy(ampc_op op, const ampc_cross_entropy_args *a) {
     ce_ctx c;
     ce_common(&c, a->logits, a->target, a->reduction, a->ignore_index, a->probs, a->label_smoothing);
     c.lse = a->lse;
@@ -184,9 +182,7 @@ static double reduced_grad(ampc_reduction reduction, const ampc_tensor *grad, co
     return ampc_loss_grad_scale_d(reduction, nn_get(grad->dtype, ampc_data_ptr(grad), 0), total_v);
 }
 
-static ampc_status cpu_cross_entropy_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_cross_entropy_backward_args *a = ampc_args_cross_entropy_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_cross_entropy_backward(ampc_op op, const ampc_cross_entropy_backward_args *a) {
     ce_ctx c;
     ce_common(&c, a->logits, a->target, a->reduction, a->ignore_index, a->probs, a->label_smoothing);
     c.grad = a->grad_loss, c.lse = a->lse;
@@ -201,9 +197,7 @@ static ampc_status cpu_cross_entropy_backward(ampc_op op, const ampc_kernel_args
 
 /* ---------------------------------------------------------------- nll_loss */
 
-static ampc_status cpu_nll_loss(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_nll_loss_args *a = ampc_args_nll_loss(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_nll_loss(ampc_op op, const ampc_nll_loss_args *a) {
     const ampc_tensor *x = a->logp, *target = a->target;
     int64_t n = x->shape[0], c = x->shape[1], k = x->shape[2], rows = n * k, ignore = a->ignore_index;
     double wsum;
@@ -238,9 +232,7 @@ static ampc_status cpu_nll_loss(ampc_op op, const ampc_kernel_args *args) {
     return st;
 }
 
-static ampc_status cpu_nll_loss_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_nll_loss_backward_args *a = ampc_args_nll_loss_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_nll_loss_backward(ampc_op op, const ampc_nll_loss_backward_args *a) {
     const ampc_tensor *g = a->grad_loss, *target = a->target;
     ampc_tensor *gx = a->grad_logp;
     int64_t n = gx->shape[0], c = gx->shape[1], k = gx->shape[2], rows = n * k, ignore = a->ignore_index;
@@ -266,8 +258,8 @@ static ampc_status cpu_nll_loss_backward(ampc_op op, const ampc_kernel_args *arg
 }
 
 void ampc_cpu_register_nn_loss_class(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_CROSS_ENTROPY, cpu_cross_entropy);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_CROSS_ENTROPY_BACKWARD, cpu_cross_entropy_backward);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_NLL_LOSS, cpu_nll_loss);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_NLL_LOSS_BACKWARD, cpu_nll_loss_backward);
+    ampc_register_cross_entropy(AMPC_CPU, cpu_cross_entropy);
+    ampc_register_cross_entropy_backward(AMPC_CPU, cpu_cross_entropy_backward);
+    ampc_register_nll_loss(AMPC_CPU, cpu_nll_loss);
+    ampc_register_nll_loss_backward(AMPC_CPU, cpu_nll_loss_backward);
 }

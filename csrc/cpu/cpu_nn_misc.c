@@ -21,10 +21,7 @@ _Static_assert(NN_CHUNK % 4 == 0, "NN_CHUNK must be a multiple of 4");
 
 /* ---------------------------------------------------------------- embedding */
 
-static ampc_status cpu_embedding(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_embedding_args *a = ampc_args_embedding(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_embedding(ampc_op op, const ampc_embedding_args *a) {
     const ampc_tensor *w = a->weight, *idx = a->indices;
     ampc_tensor *out = a->out;
     int64_t v = w->shape[0], d = w->shape[1], n = ampc_numel(idx);
@@ -71,9 +68,7 @@ static void embedding_grad_row(void *vctx, int64_t k, double *buf) {
     nn_store(c->gw->dtype, ampc_data_ptr(c->gw), k * d, 1, d, acc);
 }
 
-static ampc_status cpu_embedding_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_embedding_backward_args *a = ampc_args_embedding_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_embedding_backward(ampc_op op, const ampc_embedding_backward_args *a) {
     const ampc_tensor *g = a->grad, *idx = a->indices;
     ampc_tensor *gw = a->grad_weight;
     int64_t n = ampc_numel(idx), v = gw->shape[0], d = gw->shape[1];
@@ -126,9 +121,7 @@ static void dropout_chunk(void *vctx, int64_t k, int64_t i0, int64_t m, double *
     nn_store(c->y->dtype, ampc_data_ptr(c->y), i0, 1, m, buf);
 }
 
-static ampc_status cpu_dropout(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_dropout_args *a = ampc_args_dropout(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_dropout(ampc_op op, const ampc_dropout_args *a) {
     double p = a->p;
     dropout_ctx c = {.x = a->x, .y = a->y, .mask_out = (bool *)ampc_data_ptr(a->mask), .keep_p = 1 - p,
                      .scale = p < 1 ? 1 / (1 - p) : 0, .seed = a->seed, .block0 = a->offset / 4};
@@ -144,16 +137,14 @@ static void masked_scale_chunk(void *vctx, int64_t k, int64_t i0, int64_t m, dou
     nn_store(c->y->dtype, ampc_data_ptr(c->y), i0, 1, m, v);
 }
 
-static ampc_status cpu_masked_scale(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_masked_scale_args *a = ampc_args_masked_scale(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_masked_scale(ampc_op op, const ampc_masked_scale_args *a) {
     dropout_ctx c = {.x = a->x, .mask = a->mask, .y = a->out, .scale = a->scale};
     return nn_run_chunks(op, ampc_numel(c.x), 2, masked_scale_chunk, &c);
 }
 
 void ampc_cpu_register_nn_misc(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_EMBEDDING, cpu_embedding);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_EMBEDDING_BACKWARD, cpu_embedding_backward);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_DROPOUT, cpu_dropout);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_MASKED_SCALE, cpu_masked_scale);
+    ampc_register_embedding(AMPC_CPU, cpu_embedding);
+    ampc_register_embedding_backward(AMPC_CPU, cpu_embedding_backward);
+    ampc_register_dropout(AMPC_CPU, cpu_dropout);
+    ampc_register_masked_scale(AMPC_CPU, cpu_masked_scale);
 }

@@ -98,9 +98,7 @@ static void bn_stats_task(void *vctx, int64_t ch, double *row) {
     }
 }
 
-static ampc_status cpu_batch_norm_stats(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_batch_norm_stats_args *a = ampc_args_batch_norm_stats(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_batch_norm_stats(ampc_op op, const ampc_batch_norm_stats_args *a) {
     norm_ctx c = {.x = a->x, .mean_out = a->mean, .rstd_out = a->invstd, .rmean = a->running_mean,
                   .rvar = a->running_var, .eps = a->eps, .momentum = a->momentum};
     int64_t work = ncl_dims(&c);
@@ -124,9 +122,7 @@ static void bn_apply_task(void *vctx, int64_t r, double *row) {
     nn_store(c->y->dtype, ampc_data_ptr(c->y), r * l, 1, l, row);
 }
 
-static ampc_status cpu_batch_norm_apply(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_batch_norm_apply_args *a = ampc_args_batch_norm_apply(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_batch_norm_apply(ampc_op op, const ampc_batch_norm_apply_args *a) {
     norm_ctx c = {.x = a->x, .mean = a->mean, .rstd = a->invstd, .w = a->weight, .b = a->bias, .y = a->y,
                   .is_var = a->is_var, .eps = a->eps};
     int64_t work = ncl_dims(&c);
@@ -164,9 +160,7 @@ static void bn_backward_task(void *vctx, int64_t ch, double *buf) {
     }
 }
 
-static ampc_status cpu_batch_norm_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_batch_norm_backward_args *a = ampc_args_batch_norm_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_batch_norm_backward(ampc_op op, const ampc_batch_norm_backward_args *a) {
     norm_ctx c = {.g = a->grad_y, .x = a->x, .mean = a->mean, .rstd = a->invstd, .w = a->weight, .gx = a->grad_x,
                   .gw = a->grad_weight, .gb = a->grad_bias, .is_var = a->is_var, .training = a->training,
                   .eps = a->eps};
@@ -200,9 +194,7 @@ static void ln_task(void *vctx, int64_t r, double *row) {
     store_stats(c, r, mu, rs);
 }
 
-static ampc_status cpu_layer_norm(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_layer_norm_args *a = ampc_args_layer_norm(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_layer_norm(ampc_op op, const ampc_layer_norm_args *a) {
     norm_ctx c = {.x = a->x, .y = a->y, .mean_out = a->mean, .rstd_out = a->rstd, .eps = a->eps};
     c.n = c.x->shape[0], c.l = c.x->shape[1];
     double *wb = affine_doubles(a->weight, a->bias, c.l);
@@ -241,9 +233,7 @@ static void ln_backward_task(void *vctx, int64_t blk, double *buf) {
     }
 }
 
-static ampc_status cpu_layer_norm_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_norm_backward_args *a = ampc_args_norm_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_layer_norm_backward(ampc_op op, const ampc_layer_norm_backward_args *a) {
     norm_ctx c = {.g = a->grad_y, .x = a->x, .mean = a->mean, .rstd = a->rstd, .gx = a->grad_x,
                   .gw = a->grad_weight, .gb = a->grad_bias};
     int64_t m = c.n = c.x->shape[0], d = c.l = c.x->shape[1];
@@ -288,9 +278,7 @@ static void gn_task(void *vctx, int64_t ng, double *buf) {
     store_stats(c, ng, mu, rs);
 }
 
-static ampc_status cpu_group_norm(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_group_norm_args *a = ampc_args_group_norm(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_group_norm(ampc_op op, const ampc_group_norm_args *a) {
     norm_ctx c = {.x = a->x, .w = a->weight, .b = a->bias, .y = a->y, .mean_out = a->mean, .rstd_out = a->rstd,
                   .groups = a->groups, .eps = a->eps};
     int64_t work = ncl_dims(&c);
@@ -340,9 +328,7 @@ static void gn_backward_param_task(void *vctx, int64_t ch, double *buf) {
     if (c->gb) nn_set(c->gb->dtype, ampc_data_ptr(c->gb), ch, sb);
 }
 
-static ampc_status cpu_group_norm_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_norm_backward_args *a = ampc_args_norm_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_group_norm_backward(ampc_op op, const ampc_group_norm_backward_args *a) {
     norm_ctx c = {.g = a->grad_y, .x = a->x, .mean = a->mean, .rstd = a->rstd, .w = a->weight, .gx = a->grad_x,
                   .gw = a->grad_weight, .gb = a->grad_bias, .groups = a->groups};
     int64_t work = ncl_dims(&c);
@@ -355,11 +341,11 @@ static ampc_status cpu_group_norm_backward(ampc_op op, const ampc_kernel_args *a
 }
 
 void ampc_cpu_register_nn_norm(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_BATCH_NORM_STATS, cpu_batch_norm_stats);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_BATCH_NORM_APPLY, cpu_batch_norm_apply);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_BATCH_NORM_BACKWARD, cpu_batch_norm_backward);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_LAYER_NORM, cpu_layer_norm);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_LAYER_NORM_BACKWARD, cpu_layer_norm_backward);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_GROUP_NORM, cpu_group_norm);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_GROUP_NORM_BACKWARD, cpu_group_norm_backward);
+    ampc_register_batch_norm_stats(AMPC_CPU, cpu_batch_norm_stats);
+    ampc_register_batch_norm_apply(AMPC_CPU, cpu_batch_norm_apply);
+    ampc_register_batch_norm_backward(AMPC_CPU, cpu_batch_norm_backward);
+    ampc_register_layer_norm(AMPC_CPU, cpu_layer_norm);
+    ampc_register_layer_norm_backward(AMPC_CPU, cpu_layer_norm_backward);
+    ampc_register_group_norm(AMPC_CPU, cpu_group_norm);
+    ampc_register_group_norm_backward(AMPC_CPU, cpu_group_norm_backward);
 }

@@ -120,9 +120,7 @@ static void max_pool_task(void *vctx, int64_t p, double *buf) {
     nn_store(c->dst->dtype, ampc_data_ptr(c->dst), p * ohw, 1, ohw, buf + hw);
 }
 
-static ampc_status cpu_max_pool2d(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_max_pool2d_args *a = ampc_args_max_pool2d(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_max_pool2d(ampc_op op, const ampc_max_pool2d_args *a) {
     pool_ctx c = {.op = op, .g = geom_of(a->x, a->y), .src = a->x, .dst = a->y,
                   .indices = (int64_t *)ampc_data_ptr(a->indices)};
     set_window(&c.g, a->kernel, a->stride, a->padding, a->dilation);
@@ -147,9 +145,7 @@ static void max_pool_backward_task(void *vctx, int64_t p, double *buf) {
     nn_store(c->dst->dtype, ampc_data_ptr(c->dst), p * hw, 1, hw, acc);
 }
 
-static ampc_status cpu_max_pool2d_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_max_pool2d_backward_args *a = ampc_args_max_pool2d_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_max_pool2d_backward(ampc_op op, const ampc_max_pool2d_backward_args *a) {
     pool_ctx c = {.op = op, .g = geom_of(a->grad_x, a->grad_y), .src = a->grad_y, .dst = a->grad_x,
                   .indices = (int64_t *)ampc_data_ptr(a->indices)};
     ampc_status st = run_planes(op, &c, c.g.planes * (c.g.h * c.g.w + c.g.oh * c.g.ow), max_pool_backward_task);
@@ -259,21 +255,17 @@ static ampc_status avg_pool_run(ampc_op op, const ampc_tensor *src, ampc_tensor 
     return run_planes(op, &c, c.g.planes * (c.g.h * c.g.w + c.g.oh * c.g.ow), avg_pool_task);
 }
 
-static ampc_status cpu_avg_pool2d(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_avg_pool2d_args *a = ampc_args_avg_pool2d(args);
-    return a ? avg_pool_run(op, a->in, a->out, a) : ampc_last_status();
+static ampc_status cpu_avg_pool2d(ampc_op op, const ampc_avg_pool2d_args *a) {
+    return avg_pool_run(op, a->in, a->out, a);
 }
 
-static ampc_status cpu_adaptive_avg_pool2d(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_adaptive_pool2d_args *a = ampc_args_adaptive_pool2d(args);
-    return a ? avg_pool_run(op, a->in, a->out, NULL) : ampc_last_status();
+static ampc_status cpu_adaptive_avg_pool2d(ampc_op op, const ampc_adaptive_pool2d_args *a) {
+    return avg_pool_run(op, a->in, a->out, NULL);
 }
 
 void ampc_cpu_register_nn_pool(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_MAX_POOL2D, cpu_max_pool2d);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_MAX_POOL2D_BACKWARD, cpu_max_pool2d_backward);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_AVG_POOL2D, cpu_avg_pool2d);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_AVG_POOL2D_BACKWARD, cpu_avg_pool2d);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_ADAPTIVE_AVG_POOL2D, cpu_adaptive_avg_pool2d);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD, cpu_adaptive_avg_pool2d);
+    ampc_register_max_pool2d(AMPC_CPU, cpu_max_pool2d);
+    ampc_register_max_pool2d_backward(AMPC_CPU, cpu_max_pool2d_backward);
+    ampc_register_avg_pool2d(AMPC_CPU, cpu_avg_pool2d);
+    ampc_register_adaptive_pool2d(AMPC_CPU, cpu_adaptive_avg_pool2d);
 }

@@ -55,18 +55,14 @@ static void softmax_backward_tile(const void *vctx, int64_t o, int64_t j0, int64
     nn_store_tile(c->out->dtype, ampc_data_ptr(c->out), start, d, c->inner, w, g);
 }
 
-static ampc_status cpu_softmax(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_softmax_args *a = ampc_args_softmax(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_softmax(ampc_op op, const ampc_softmax_args *a) {
     softmax_ctx c = {.op = op, .x = a->x, .out = a->y};
     int64_t outer;
     nn_split_dim(c.out, a->dim, &outer, &c.d, &c.inner);
     return nn_run_tiles(op, outer, c.d, c.inner, 2, softmax_tile, &c);
 }
 
-static ampc_status cpu_softmax_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_softmax_backward_args *a = ampc_args_softmax_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_softmax_backward(ampc_op op, const ampc_softmax_backward_args *a) {
     softmax_ctx c = {.op = op, .x = a->grad_y, .y = a->y, .out = a->grad_x, .scale = a->scale};
     int64_t outer;
     nn_split_dim(c.out, a->dim, &outer, &c.d, &c.inner);
@@ -119,9 +115,7 @@ static void attn_softmax_row(void *vctx, int64_t r, double *row) {
     nn_store(c->p->dtype, ampc_data_ptr(c->p), r * n, 1, n, row);
 }
 
-static ampc_status cpu_attn_softmax(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_attn_softmax_args *a = ampc_args_attn_softmax(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_attn_softmax(ampc_op op, const ampc_attn_softmax_args *a) {
     const ampc_tensor *s = a->scores;
     attn_ctx c = {.s = s, .mask = a->mask, .p = a->probs, .n = s->shape[s->ndim - 1], .l = s->shape[s->ndim - 2],
                   .scale = a->scale, .causal = a->is_causal};
@@ -130,9 +124,7 @@ static ampc_status cpu_attn_softmax(ampc_op op, const ampc_kernel_args *args) {
 }
 
 void ampc_cpu_register_nn_softmax(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_SOFTMAX, cpu_softmax);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_LOG_SOFTMAX, cpu_softmax);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_SOFTMAX_BACKWARD, cpu_softmax_backward);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_LOG_SOFTMAX_BACKWARD, cpu_softmax_backward);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_ATTN_SOFTMAX, cpu_attn_softmax);
+    ampc_register_softmax(AMPC_CPU, cpu_softmax);
+    ampc_register_softmax_backward(AMPC_CPU, cpu_softmax_backward);
+    ampc_register_attn_softmax(AMPC_CPU, cpu_attn_softmax);
 }

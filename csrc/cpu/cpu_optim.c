@@ -172,9 +172,7 @@ static const void *options_of(ampc_op op, const ampc_fused_optim_args *a) {
     }
 }
 
-static ampc_status cpu_fused_step(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_fused_optim_args *a = ampc_args_fused_optim(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_fused_step(ampc_op op, const ampc_fused_optim_args *a) {
     if (a->slots_per_param != AMPC_OPTIM_SLOTS || a->slots_n % AMPC_OPTIM_SLOTS != 0 || !options_of(op, a))
         return ampc_set_error(AMPC_E_RUNTIME, "%s: unexpected kernel arguments (%d tensors, %d slots)",
                               ampc_op_name(op), a->slots_n, a->slots_per_param);
@@ -217,9 +215,5 @@ static ampc_status cpu_fused_step(ampc_op op, const ampc_kernel_args *args) {
 }
 
 void ampc_cpu_register_optim(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_FUSED_SGD, cpu_fused_step);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_FUSED_ADAM, cpu_fused_step);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_FUSED_ADADELTA, cpu_fused_step);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_FUSED_RMSPROP, cpu_fused_step);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_FUSED_ADAGRAD, cpu_fused_step);
+    ampc_register_fused_optim(AMPC_CPU, cpu_fused_step);
 }

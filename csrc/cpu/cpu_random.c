@@ -112,27 +112,8 @@ static void run_chunk(const random_ctx *c, ampc_tensor *t, bool contiguous, int6
     store_chunk(t, b, e - b, contiguous ? NULL : offs, as_double ? d : NULL, as_double ? NULL : iv);
 }
 
-static ampc_status cpu_random(ampc_op op, const ampc_kernel_args *a) {
-    ampc_tensor *t;
-    random_ctx c;
-    memset(&c, 0, sizeof c);
-    c.op = op;
-    if (op == AMPC_OP_ARANGE) {
-        const ampc_arange_args *p = ampc_args_arange(a);
-        if (!p) return ampc_last_status();
-        t = p->out;
-        c.ar.ints = p->start.kind == AMPC_SCALAR_INT && p->step.kind == AMPC_SCALAR_INT &&
-                    !ampc_dtype_is_floating(t->dtype);
-        c.ar.istart = ampc_scalar_to_int(p->start);
-        c.ar.istep = ampc_scalar_to_int(p->step);
-        c.ar.dstart = ampc_scalar_to_double(p->start);
-        c.ar.dstep = ampc_scalar_to_double(p->step);
-    } else {
-        if (!ampc_random_params_of(op, a, &c.rp, &t)) return ampc_last_status();
-        if ((op == AMPC_OP_UNIFORM || op == AMPC_OP_NORMAL) && !ampc_dtype_is_floating(t->dtype))
-            return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: not implemented for dtype %s", ampc_op_name(op),
-                                  ampc_dtype_name(t->dtype));
-    }
+/* Fills t chunk by chunk, in parallel when it is large: what every RANDOM kernel shares. */
+static ampc_status run_random(const random_ctx *c, ampc_tensor *t) {
     int64_t n = ampc_numel(t);
     bool contiguous = ampc_is_contiguous(t);
     int64_t chunks = (n + CHUNK - 1) / CHUNK;
@@ -141,15 +122,34 @@ static ampc_status cpu_random(ampc_op op, const ampc_kernel_args *a) {
 #endif
     for (int64_t k = 0; k < chunks; k++) {
         int64_t b = k * CHUNK, e = b + CHUNK < n ? b + CHUNK : n;
-        run_chunk(&c, t, contiguous, b, e);
+        run_chunk(c, t, contiguous, b, e);
     }
     return AMPC_OK;
 }
 
+/* UNIFORM, NORMAL, RANDINT, BERNOULLI: cpu_uniform, ... (one kernel per schema) run the draws here. */
+static ampc_status random_fill(const ampc_random_params *p, ampc_tensor *t) {
+    random_ctx c = {.op = (ampc_op)p->op, .rp = *p};
+    return run_random(&c, t);
+}
+AMPC_RANDOM_KERNELS(cpu, random_fill)
+
+static ampc_status cpu_arange(ampc_op op, const ampc_arange_args *p) {
+    random_ctx c = {.op = op};
+    ampc_tensor *t = p->out;
+    c.ar.ints = p->start.kind == AMPC_SCALAR_INT && p->step.kind == AMPC_SCALAR_INT &&
+                !ampc_dtype_is_floating(t->dtype);
+    c.ar.istart = ampc_scalar_to_int(p->start);
+    c.ar.istep = ampc_scalar_to_int(p->step);
+    c.ar.dstart = ampc_scalar_to_double(p->start);
+    c.ar.dstep = ampc_scalar_to_double(p->step);
+    return run_random(&c, t);
+}
+
 void ampc_cpu_register_random(void) {
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_UNIFORM, cpu_random);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_NORMAL, cpu_random);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_RANDINT, cpu_random);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_BERNOULLI, cpu_random);
-    ampc_register_kernel(AMPC_CPU, AMPC_OP_ARANGE, cpu_random);
+    ampc_register_uniform(AMPC_CPU, cpu_uniform);
+    ampc_register_normal(AMPC_CPU, cpu_normal);
+    ampc_register_randint(AMPC_CPU, cpu_randint);
+    ampc_register_bernoulli(AMPC_CPU, cpu_bernoulli);
+    ampc_register_arange(AMPC_CPU, cpu_arange);
 }

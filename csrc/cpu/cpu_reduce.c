@@ -277,9 +277,7 @@ static ampc_status make_kernel(ampc_op op, const ampc_reduce_args *a, rkernel *k
     return AMPC_OK;
 }
 
-static ampc_status cpu_reduce(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_reduce_args *a = ampc_args_reduce(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_reduce(ampc_op op, const ampc_reduce_args *a) {
     rkernel k;
     AMPC_TRY(make_kernel(op, a, &k));
     return ampc_cpu_reduce_run(&k, a);
@@ -287,8 +285,6 @@ static ampc_status cpu_reduce(ampc_op op, const ampc_kernel_args *args) {
 
 /* Every ops.def row of schema `reduce`. */
 void ampc_cpu_register_reduce(void) {
-    for (int op = 0; op < AMPC_NUM_OPS; op++)
-        if (ampc_op_schema((ampc_op)op) == ampc_schema_reduce)
-            ampc_register_kernel(AMPC_CPU, (ampc_op)op, cpu_reduce);
+    ampc_register_reduce(AMPC_CPU, cpu_reduce);
     ampc_cpu_register_scan();
 }

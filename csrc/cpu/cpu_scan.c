@@ -40,9 +40,7 @@ static const scan_fn scan_loops[AMPC_NUM_DTYPES] = {
     [AMPC_FLOAT32] = scan_f32, [AMPC_FLOAT16] = scan_f16, [AMPC_BFLOAT16] = scan_bf16, [AMPC_FLOAT64] = scan_f64,
     [AMPC_INT64] = scan_i64,   [AMPC_INT32] = scan_i32,   [AMPC_UINT8] = scan_u8,      [AMPC_BOOL] = scan_b8};
 
-static ampc_status cpu_cumsum(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_scan_args *a = ampc_args_scan(args);
-    if (!a) return ampc_last_status();
+static ampc_status cpu_cumsum(ampc_op op, const ampc_scan_args *a) {
     ampc_tensor *out = a->output;
     const ampc_tensor *in = a->input;
     ampc_scan_plan sp = ampc_scan_plan_make(in, a->dim); /* (outer, n, cols): the scanned dim in the middle */
@@ -62,4 +60,4 @@ static ampc_status cpu_cumsum(ampc_op op, const ampc_kernel_args *args) {
     return AMPC_OK;
 }
 
-void ampc_cpu_register_scan(void) { ampc_register_kernel(AMPC_CPU, AMPC_OP_CUMSUM, cpu_cumsum); }
+void ampc_cpu_register_scan(void) { ampc_register_scan(AMPC_CPU, cpu_cumsum); }

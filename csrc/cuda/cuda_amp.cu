@@ -132,9 +132,7 @@ __global__ void unscale_strided_kernel(ampc_cuda_layout layout, int64_t n, T *ba
     if (bad) *found_inf = 1.0f;
 }
 
-ampc_status cuda_unscale_check(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_amp_unscale_args *a = ampc_args_amp_unscale(args);
-    if (!a) return ampc_last_status();
+ampc_status cuda_unscale_check(ampc_op op, const ampc_amp_unscale_args *a) {
     ampc_tensor *found = a->found_inf;
     ampc_cuda_guard guard(found);
     cudaStream_t stream = ampc_cuda_stream_of(found);
@@ -156,10 +154,7 @@ __global__ void update_scale_kernel(float *scale, int32_t *tracker, const float 
     if (stats) ampc_amp_record_stats(stats, history, cap, f, *scale);
 }
 
-ampc_status cuda_update_scale(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_amp_update_scale_args *a = ampc_args_amp_update_scale(args);
-    if (!a) return ampc_last_status();
+ampc_status cuda_update_scale(ampc_op op, const ampc_amp_update_scale_args *a) {
     ampc_tensor *scale = a->scale;
     ampc_cuda_guard guard(scale);
     cudaStream_t stream = ampc_cuda_stream_of(scale);
@@ -290,9 +285,7 @@ template <int K> ampc_status run_norm(ampc_op op, const ampc_grad_norm_args *a, 
     return AMPC_OK;
 }
 
-ampc_status cuda_grad_norm(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_grad_norm_args *a = ampc_args_grad_norm(args);
-    if (!a) return ampc_last_status();
+ampc_status cuda_grad_norm(ampc_op op, const ampc_grad_norm_args *a) {
     double p = a->p;
     switch (kind_of(p)) {
     case NORM_ZERO: return run_norm<NORM_ZERO>(op, a, p);
@@ -337,9 +330,7 @@ __global__ void scale_strided_kernel(ampc_cuda_layout layout, int64_t n, T *base
     }
 }
 
-ampc_status cuda_grad_scale(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_grad_scale_args *a = ampc_args_grad_scale(args);
-    if (!a) return ampc_last_status();
+ampc_status cuda_grad_scale(ampc_op op, const ampc_grad_scale_args *a) {
     if (a->tensors_n == 0) return AMPC_OK;
     ampc_cuda_guard guard(a->tensors[0]);
     cudaStream_t stream = ampc_cuda_stream_of(a->tensors[0]);
@@ -355,8 +346,8 @@ ampc_status cuda_grad_scale(ampc_op op, const ampc_kernel_args *args) {
 } // namespace
 
 extern "C" void ampc_cuda_register_amp(void) {
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_AMP_UNSCALE_CHECK, cuda_unscale_check);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_AMP_UPDATE_SCALE, cuda_update_scale);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_GRAD_NORM, cuda_grad_norm);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_GRAD_SCALE, cuda_grad_scale);
+    ampc_register_amp_unscale(AMPC_CUDA, cuda_unscale_check);
+    ampc_register_amp_update_scale(AMPC_CUDA, cuda_update_scale);
+    ampc_register_grad_norm(AMPC_CUDA, cuda_grad_norm);
+    ampc_register_grad_scale(AMPC_CUDA, cuda_grad_scale);
 }

@@ -326,10 +326,7 @@ static ampc_status copy_between_devices(ampc_tensor *dst, const ampc_tensor *src
     return copy_on_device(dst, stage.t);
 }
 
-static ampc_status cuda_copy(ampc_op op, const ampc_kernel_args *a) {
-    (void)op;
-    const ampc_copy_args *p = ampc_args_copy(a);
-    if (!p) return ampc_last_status();
+static ampc_status cuda_copy(ampc_op op, const ampc_copy_args *p) {
     ampc_tensor *dst = p->dst;
     const ampc_tensor *src = p->src;
     if (ampc_numel(dst) == 0) return AMPC_OK;
@@ -392,10 +389,7 @@ template <typename W> static ampc_status fill_launch(ampc_tensor *t, const unsig
     return AMPC_OK;
 }
 
-static ampc_status cuda_fill(ampc_op op, const ampc_kernel_args *a) {
-    (void)op;
-    const ampc_fill_args *p = ampc_args_fill(a);
-    if (!p) return ampc_last_status();
+static ampc_status cuda_fill(ampc_op op, const ampc_fill_args *p) {
     ampc_tensor *t = p->dst;
     if (ampc_numel(t) == 0) return AMPC_OK;
     /* The value's bits in the tensor's dtype, converted by the CPU FILL kernel itself (one
@@ -453,6 +447,6 @@ extern "C" ampc_status ampc_cuda_download(void *dst, const void *src, size_t nby
 }
 
 extern "C" void ampc_cuda_register_copy(void) {
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_COPY, cuda_copy);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_FILL, cuda_fill);
+    ampc_register_copy(AMPC_CUDA, cuda_copy);
+    ampc_register_fill(AMPC_CUDA, cuda_fill);
 }

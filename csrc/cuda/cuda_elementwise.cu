@@ -261,9 +261,7 @@ static ampc_status ew_run_dtype(int form, ampc_dtype dt, const ew_call &c) {
 
 /* ------------------------------------------------------------------ the kernel */
 
-static ampc_status cuda_elementwise_kernel(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_elementwise_args *a = ampc_args_elementwise(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_elementwise_kernel(ampc_op op, const ampc_elementwise_args *a) {
     ampc_ew_form form = (ampc_ew_form)a->form;
     bool unary = ampc_ew_form_is_unary(form);
     const ampc_tensor *ta = a->a, *tb = unary ? NULL : a->b;
@@ -323,9 +321,7 @@ template <typename W> static ampc_status where_launch(const ampc_where_args *a) 
     return AMPC_OK;
 }
 
-static ampc_status cuda_where(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_where_args *a = ampc_args_where(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_where(ampc_op op, const ampc_where_args *a) {
     ampc_tensor *out = a->out;
     const ampc_tensor *cond = a->cond;
     if (!cond || cond->dtype != AMPC_BOOL)
@@ -343,8 +339,6 @@ static ampc_status cuda_where(ampc_op op, const ampc_kernel_args *args) {
 } // namespace
 
 extern "C" void ampc_cuda_register_elementwise(void) {
-    for (int op = 0; op < AMPC_NUM_OPS; op++)
-        if (ampc_op_schema((ampc_op)op) == ampc_schema_elementwise)
-            ampc_register_kernel(AMPC_CUDA, (ampc_op)op, cuda_elementwise_kernel);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_WHERE, cuda_where);
+    ampc_register_elementwise(AMPC_CUDA, cuda_elementwise_kernel);
+    ampc_register_where(AMPC_CUDA, cuda_where);
 }

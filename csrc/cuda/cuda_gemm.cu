@@ -316,10 +316,7 @@ static ampc_status run_cublaslt(const ampc_tensor *a, const ampc_tensor *b, ampc
 
 /* ---------------------------------------------------------------- the kernel */
 
-static ampc_status cuda_gemm(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_gemm_args *p = ampc_args_gemm(args);
-    if (!p) return ampc_last_status();
+static ampc_status cuda_gemm(ampc_op op, const ampc_gemm_args *p) {
     AMPC_TRY(ampc_gemm_check_args(p));
     ampc_tensor *out = p->out;
     const ampc_tensor *cin = p->c;
@@ -353,4 +350,4 @@ static ampc_status cuda_gemm(ampc_op op, const ampc_kernel_args *args) {
 #endif
 }
 
-extern "C" void ampc_cuda_register_gemm(void) { ampc_register_kernel(AMPC_CUDA, AMPC_OP_GEMM, cuda_gemm); }
+extern "C" void ampc_cuda_register_gemm(void) { ampc_register_gemm(AMPC_CUDA, cuda_gemm); }

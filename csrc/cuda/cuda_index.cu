@@ -224,9 +224,7 @@ template <typename T> struct accumulate_into {
  * dtypes and checked the index tensors. */
 
 /* INDEX_SELECT, GATHER, INDEX */
-static ampc_status cuda_gather_form(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_gather_args *p = ampc_args_gather(a);
-    if (!p) return ampc_last_status();
+static ampc_status cuda_gather_form(ampc_op op, const ampc_gather_args *p) {
     ampc_tensor *out = p->out;
     if (ampc_numel(out) == 0) return AMPC_OK;
     index_geometry g;
@@ -243,9 +241,7 @@ static ampc_status cuda_gather_form(ampc_op op, const ampc_kernel_args *a) {
 }
 
 /* SCATTER_ADD, INDEX_ADD, INDEX_PUT */
-static ampc_status cuda_scatter_form(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_scatter_args *p = ampc_args_scatter(a);
-    if (!p) return ampc_last_status();
+static ampc_status cuda_scatter_form(ampc_op op, const ampc_scatter_args *p) {
     ampc_tensor *out = p->dst;
     ampc_dtype dt = out->dtype;
     if (ampc_numel(out) == 0) return AMPC_OK;
@@ -287,9 +283,8 @@ __global__ void masked_fill_kernel(ampc_cuda_indexer ix, T *out, const uint8_t *
     }
 }
 
-static ampc_status cuda_masked_fill(ampc_op op, const ampc_kernel_args *a) {
-    const ampc_masked_fill_args *p = ampc_masked_fill_kernel_args(op, a);
-    if (!p) return ampc_last_status();
+static ampc_status cuda_masked_fill(ampc_op op, const ampc_masked_fill_args *p) {
+    AMPC_TRY(ampc_masked_fill_check(op, p));
     ampc_tensor *out = p->dst;
     if (ampc_numel(out) == 0) return AMPC_OK;
     ampc_cuda_indexer ix;
@@ -438,10 +433,7 @@ static unsigned tile_blocks(int64_t n_tiles) {
 
 /* fill false: count into the 0-dim int64 out (the frontend then reads it on the host, the one
  * synchronisation, as PyTorch's nonzero); true: fill out (count, ndim). */
-static ampc_status cuda_nonzero(ampc_op op, const ampc_kernel_args *a) {
-    (void)op;
-    const ampc_nonzero_args *p = ampc_args_nonzero(a);
-    if (!p) return ampc_last_status();
+static ampc_status cuda_nonzero(ampc_op op, const ampc_nonzero_args *p) {
     ampc_tensor *t = (ampc_tensor *)p->input, *out = p->out;
     if (out->dtype != AMPC_INT64 || !ampc_is_contiguous(out) || (p->fill && out->ndim != 2))
         return ampc_set_error(AMPC_E_RUNTIME, "nonzero: expects a contiguous int64 output");
@@ -536,10 +528,7 @@ static int move_unit(size_t bytes, const void *p, const void *q) {
 }
 
 /* in[0] weight (V, D) contiguous, in[1] int64/int32 indices (n) contiguous -> out[0] (n, D). */
-static ampc_status cuda_embedding(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_embedding_args *a = ampc_args_embedding(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_embedding(ampc_op op, const ampc_embedding_args *a) {
     const ampc_tensor *w = a->weight, *idx = a->indices;
     ampc_tensor *out = a->out;
     int64_t v = w->shape[0], n = ampc_numel(idx);
@@ -616,9 +605,7 @@ __global__ void embedding_backward_rows_kernel(const T *grad, const int64_t *ord
 
 /* grad (n, D), indices (n) -> grad weight (V, D) of grad's dtype;
  * padding_idx (-1: none), scale_grad_by_freq. */
-static ampc_status cuda_embedding_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_embedding_backward_args *a = ampc_args_embedding_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_embedding_backward(ampc_op op, const ampc_embedding_backward_args *a) {
     const ampc_tensor *g = a->grad, *idx = a->indices;
     ampc_tensor *gw = a->grad_weight;
     int64_t n = ampc_numel(idx), v = gw->shape[0], d = gw->shape[1];
@@ -672,14 +659,10 @@ static ampc_status cuda_embedding_backward(ampc_op op, const ampc_kernel_args *a
 }
 
 extern "C" void ampc_cuda_register_index(void) {
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_INDEX_SELECT, cuda_gather_form);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_GATHER, cuda_gather_form);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_INDEX, cuda_gather_form);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_SCATTER_ADD, cuda_scatter_form);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_INDEX_ADD, cuda_scatter_form);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_INDEX_PUT, cuda_scatter_form);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_MASKED_FILL, cuda_masked_fill);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_NONZERO, cuda_nonzero);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_EMBEDDING, cuda_embedding);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_EMBEDDING_BACKWARD, cuda_embedding_backward);
+    ampc_register_gather(AMPC_CUDA, cuda_gather_form);
+    ampc_register_scatter(AMPC_CUDA, cuda_scatter_form);
+    ampc_register_masked_fill(AMPC_CUDA, cuda_masked_fill);
+    ampc_register_nonzero(AMPC_CUDA, cuda_nonzero);
+    ampc_register_embedding(AMPC_CUDA, cuda_embedding);
+    ampc_register_embedding_backward(AMPC_CUDA, cuda_embedding_backward);
 }

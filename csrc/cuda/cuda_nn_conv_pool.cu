@@ -102,10 +102,7 @@ __global__ void col2im_kernel(const T *__restrict__ cols, T *__restrict__ x, con
     }
 }
 
-static ampc_status cuda_im2col(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_im2col_args *a = ampc_args_im2col(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_im2col(ampc_op op, const ampc_im2col_args *a) {
     const ampc_tensor *x = a->in;
     ampc_tensor *cols = a->out;
     if (cols->dtype != x->dtype)
@@ -125,10 +122,7 @@ static ampc_status cuda_im2col(ampc_op op, const ampc_kernel_args *args) {
     return AMPC_OK;
 }
 
-static ampc_status cuda_col2im(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_im2col_args *a = ampc_args_im2col(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_col2im(ampc_op op, const ampc_im2col_args *a) {
     const ampc_tensor *cols = a->in;
     ampc_tensor *x = a->out;
     if (cols->dtype != x->dtype)
@@ -221,10 +215,7 @@ __global__ void round_into_kernel(const float *__restrict__ src, T *__restrict__
     POOL_LOOP(i, n) dst[i] = ampc_convert<T>(src[i]);
 }
 
-static ampc_status cuda_max_pool2d(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_max_pool2d_args *a = ampc_args_max_pool2d(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_max_pool2d(ampc_op op, const ampc_max_pool2d_args *a) {
     const ampc_tensor *x = a->x;
     ampc_tensor *y = a->y, *ind = a->indices;
     if (y->dtype != x->dtype || ind->dtype != AMPC_INT64)
@@ -242,9 +233,7 @@ static ampc_status cuda_max_pool2d(ampc_op op, const ampc_kernel_args *args) {
     return AMPC_OK;
 }
 
-static ampc_status cuda_max_pool2d_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_max_pool2d_backward_args *a = ampc_args_max_pool2d_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_max_pool2d_backward(ampc_op op, const ampc_max_pool2d_backward_args *a) {
     const ampc_tensor *gy = a->grad_y, *ind = a->indices;
     ampc_tensor *gx = a->grad_x;
     if (gx->dtype != gy->dtype || ind->dtype != AMPC_INT64)
@@ -425,23 +414,23 @@ static ampc_status avg_pool_run(ampc_op op, const ampc_tensor *src, ampc_tensor 
     return AMPC_OK;
 }
 
-static ampc_status cuda_avg_pool2d(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_avg_pool2d_args *a = ampc_args_avg_pool2d(args);
-    return a ? avg_pool_run(op, a->in, a->out, a) : ampc_last_status();
+static ampc_status cuda_avg_pool2d(ampc_op op, const ampc_avg_pool2d_args *a) {
+    return avg_pool_run(op, a->in, a->out, a);
 }
 
-static ampc_status cuda_adaptive_avg_pool2d(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_adaptive_pool2d_args *a = ampc_args_adaptive_pool2d(args);
-    return a ? avg_pool_run(op, a->in, a->out, NULL) : ampc_last_status();
+static ampc_status cuda_adaptive_avg_pool2d(ampc_op op, const ampc_adaptive_pool2d_args *a) {
+    return avg_pool_run(op, a->in, a->out, NULL);
+}
+
+/* IM2COL and COL2IM share their schema (the frontend fills one geometry for both). */
+static ampc_status cuda_cols(ampc_op op, const ampc_im2col_args *a) {
+    return op == AMPC_OP_IM2COL ? cuda_im2col(op, a) : cuda_col2im(op, a);
 }
 
 extern "C" void ampc_cuda_register_nn_conv_pool(void) {
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_IM2COL, cuda_im2col);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_COL2IM, cuda_col2im);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_MAX_POOL2D, cuda_max_pool2d);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_MAX_POOL2D_BACKWARD, cuda_max_pool2d_backward);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_AVG_POOL2D, cuda_avg_pool2d);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_AVG_POOL2D_BACKWARD, cuda_avg_pool2d);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_ADAPTIVE_AVG_POOL2D, cuda_adaptive_avg_pool2d);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_ADAPTIVE_AVG_POOL2D_BACKWARD, cuda_adaptive_avg_pool2d);
+    ampc_register_im2col(AMPC_CUDA, cuda_cols);
+    ampc_register_max_pool2d(AMPC_CUDA, cuda_max_pool2d);
+    ampc_register_max_pool2d_backward(AMPC_CUDA, cuda_max_pool2d_backward);
+    ampc_register_avg_pool2d(AMPC_CUDA, cuda_avg_pool2d);
+    ampc_register_adaptive_pool2d(AMPC_CUDA, cuda_adaptive_avg_pool2d);
 }

@@ -160,9 +160,7 @@ static void set_operands(loss_params *p, const ampc_tensor *x, const ampc_tensor
 }
 
 /* MSE_LOSS ... BCE_WITH_LOGITS_LOSS (schema pointwise_loss, core/ops.def). */
-static ampc_status cuda_loss(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_pointwise_loss_args *a = ampc_args_pointwise_loss(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_loss(ampc_op op, const ampc_pointwise_loss_args *a) {
     ampc_cuda_guard guard(a->input);
     loss_params p;
     set_operands(&p, a->input, a->target, a->weight, a->pos_weight, a->reduction, a->beta);
@@ -173,9 +171,7 @@ static ampc_status cuda_loss(ampc_op op, const ampc_kernel_args *args) {
 }
 
 /* Their backward (schema pointwise_loss_backward). */
-static ampc_status cuda_loss_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_pointwise_loss_backward_args *a = ampc_args_pointwise_loss_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_loss_backward(ampc_op op, const ampc_pointwise_loss_backward_args *a) {
     ampc_cuda_guard guard(a->input);
     loss_params p;
     set_operands(&p, a->input, a->target, a->weight, a->pos_weight, a->reduction, a->beta);
@@ -186,12 +182,6 @@ static ampc_status cuda_loss_backward(ampc_op op, const ampc_kernel_args *args) 
 }
 
 extern "C" void ampc_cuda_register_nn_loss(void) {
-    static const ampc_op fwd[] = {AMPC_OP_MSE_LOSS, AMPC_OP_L1_LOSS, AMPC_OP_SMOOTH_L1_LOSS, AMPC_OP_BCE_LOSS,
-                                  AMPC_OP_BCE_WITH_LOGITS_LOSS};
-    static const ampc_op bwd[] = {AMPC_OP_MSE_LOSS_BACKWARD, AMPC_OP_L1_LOSS_BACKWARD, AMPC_OP_SMOOTH_L1_LOSS_BACKWARD,
-                                  AMPC_OP_BCE_LOSS_BACKWARD, AMPC_OP_BCE_WITH_LOGITS_LOSS_BACKWARD};
-    for (int i = 0; i < 5; i++) {
-        ampc_register_kernel(AMPC_CUDA, fwd[i], cuda_loss);
-        ampc_register_kernel(AMPC_CUDA, bwd[i], cuda_loss_backward);
-    }
+    ampc_register_pointwise_loss(AMPC_CUDA, cuda_loss);
+    ampc_register_pointwise_loss_backward(AMPC_CUDA, cuda_loss_backward);
 }

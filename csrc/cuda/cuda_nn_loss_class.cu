@@ -374,16 +374,12 @@ template <typename F> static ampc_status ce_dispatch_dtype(int dt, const char *w
     }
 }
 
-static ampc_status cuda_cross_entropy(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_cross_entropy_args *a = ampc_args_cross_entropy(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_cross_entropy(ampc_op op, const ampc_cross_entropy_args *a) {
     ampc_cuda_guard guard(a->logits);
     return ce_dispatch_dtype((int)a->logits->dtype, ampc_op_name(op), ce_forward_run{a});
 }
 
-static ampc_status cuda_cross_entropy_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_cross_entropy_backward_args *a = ampc_args_cross_entropy_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_cross_entropy_backward(ampc_op op, const ampc_cross_entropy_backward_args *a) {
     ampc_cuda_guard guard(a->logits);
     return ce_dispatch_dtype((int)a->logits->dtype, ampc_op_name(op), ce_backward_run{a});
 }
@@ -446,19 +442,13 @@ template <typename A> static ampc_status nll_forward(const ampc_nll_loss_args *a
     return ce_finish<A>(stream, p, a->loss, a->total_weight, partials);
 }
 
-static ampc_status cuda_nll_loss(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_nll_loss_args *a = ampc_args_nll_loss(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_nll_loss(ampc_op op, const ampc_nll_loss_args *a) {
     ampc_cuda_guard guard(a->logp);
     return a->logp->dtype == AMPC_FLOAT64 ? nll_forward<double>(a) : nll_forward<float>(a);
 }
 
 /* NLL_LOSS_BACKWARD (schema nll_loss_backward): grad logp (N, C, K). */
-static ampc_status cuda_nll_loss_backward(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_nll_loss_backward_args *a = ampc_args_nll_loss_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_nll_loss_backward(ampc_op op, const ampc_nll_loss_backward_args *a) {
     ampc_tensor *gx = a->grad_logp;
     ampc_cuda_guard guard(gx);
     cudaStream_t stream = ampc_cuda_stream_of(gx);
@@ -479,8 +469,8 @@ static ampc_status cuda_nll_loss_backward(ampc_op op, const ampc_kernel_args *ar
 }
 
 extern "C" void ampc_cuda_register_nn_loss_class(void) {
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_CROSS_ENTROPY, cuda_cross_entropy);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_CROSS_ENTROPY_BACKWARD, cuda_cross_entropy_backward);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_NLL_LOSS, cuda_nll_loss);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_NLL_LOSS_BACKWARD, cuda_nll_loss_backward);
+    ampc_register_cross_entropy(AMPC_CUDA, cuda_cross_entropy);
+    ampc_register_cross_entropy_backward(AMPC_CUDA, cuda_cross_entropy_backward);
+    ampc_register_nll_loss(AMPC_CUDA, cuda_nll_loss);
+    ampc_register_nll_loss_backward(AMPC_CUDA, cuda_nll_loss_backward);
 }

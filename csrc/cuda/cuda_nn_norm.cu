@@ -263,9 +263,7 @@ static bool vec_ok(int64_t d, size_t item, int n, const void *const *ptrs) {
     return true;
 }
 
-static ampc_status cuda_layer_norm(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_layer_norm_args *a = ampc_args_layer_norm(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_layer_norm(ampc_op op, const ampc_layer_norm_args *a) {
     (void)op;
     const ampc_tensor *x = a->x, *w = a->weight, *b = a->bias;
     ampc_tensor *y = a->y, *mean = a->mean, *rstd = a->rstd;
@@ -433,9 +431,7 @@ static int64_t ln_rows_per_chunk(int64_t m) {
     return r < 64 ? 64 : r;
 }
 
-static ampc_status cuda_layer_norm_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_norm_backward_args *a = ampc_args_norm_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_layer_norm_backward(ampc_op op, const ampc_layer_norm_backward_args *a) {
     (void)op;
     const ampc_tensor *g = a->grad_y, *x = a->x, *mean = a->mean, *rstd = a->rstd, *w = a->weight;
     ampc_tensor *gx = a->grad_x, *gw = a->grad_weight, *gb = a->grad_bias;
@@ -520,9 +516,7 @@ __global__ void group_norm_kernel(const void *x, int x_dt, nn_ref w, nn_ref b, v
     }
 }
 
-static ampc_status cuda_group_norm(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_group_norm_args *a = ampc_args_group_norm(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_group_norm(ampc_op op, const ampc_group_norm_args *a) {
     (void)op;
     const ampc_tensor *x = a->x, *w = a->weight, *b = a->bias;
     ampc_tensor *y = a->y, *mean = a->mean, *rstd = a->rstd;
@@ -593,9 +587,7 @@ __global__ void group_norm_grad_param_kernel(nn_ref g, nn_ref x, nn_ref mean, nn
     }
 }
 
-static ampc_status cuda_group_norm_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_norm_backward_args *a = ampc_args_norm_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_group_norm_backward(ampc_op op, const ampc_group_norm_backward_args *a) {
     (void)op;
     const ampc_tensor *g = a->grad_y, *x = a->x, *mean = a->mean, *rstd = a->rstd, *w = a->weight;
     ampc_tensor *gx = a->grad_x, *gw = a->grad_weight, *gb = a->grad_bias;
@@ -735,9 +727,7 @@ __global__ void bn_stats_final_kernel(const int64_t *pn, const A *pmean, const A
     }
 }
 
-static ampc_status cuda_batch_norm_stats(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_batch_norm_stats_args *a = ampc_args_batch_norm_stats(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_batch_norm_stats(ampc_op op, const ampc_batch_norm_stats_args *a) {
     (void)op;
     const ampc_tensor *x = a->x;
     ampc_tensor *mean = a->mean, *invstd = a->invstd, *rmean = a->running_mean, *rvar = a->running_var;
@@ -803,9 +793,7 @@ __global__ void bn_apply_kernel(const void *x, int x_dt, void *y, int y_dt, cons
     }
 }
 
-static ampc_status cuda_batch_norm_apply(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_batch_norm_apply_args *a = ampc_args_batch_norm_apply(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_batch_norm_apply(ampc_op op, const ampc_batch_norm_apply_args *a) {
     (void)op;
     const ampc_tensor *x = a->x, *mean = a->mean, *inv = a->invstd, *w = a->weight, *b = a->bias;
     ampc_tensor *y = a->y;
@@ -906,9 +894,7 @@ __global__ void bn_backward_grad_x_kernel(nn_ref g, nn_ref x, nn_ref gx, const A
     }
 }
 
-static ampc_status cuda_batch_norm_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_batch_norm_backward_args *a = ampc_args_batch_norm_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_batch_norm_backward(ampc_op op, const ampc_batch_norm_backward_args *a) {
     (void)op;
     const ampc_tensor *g = a->grad_y, *x = a->x, *mean = a->mean, *inv = a->invstd, *w = a->weight;
     ampc_tensor *gx = a->grad_x, *gw = a->grad_weight, *gb = a->grad_bias;
@@ -956,11 +942,11 @@ static ampc_status cuda_batch_norm_backward(ampc_op op, const ampc_kernel_args *
 }
 
 extern "C" void ampc_cuda_register_nn_norm(void) {
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_BATCH_NORM_STATS, cuda_batch_norm_stats);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_BATCH_NORM_APPLY, cuda_batch_norm_apply);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_BATCH_NORM_BACKWARD, cuda_batch_norm_backward);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_LAYER_NORM, cuda_layer_norm);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_LAYER_NORM_BACKWARD, cuda_layer_norm_backward);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_GROUP_NORM, cuda_group_norm);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_GROUP_NORM_BACKWARD, cuda_group_norm_backward);
+    ampc_register_batch_norm_stats(AMPC_CUDA, cuda_batch_norm_stats);
+    ampc_register_batch_norm_apply(AMPC_CUDA, cuda_batch_norm_apply);
+    ampc_register_batch_norm_backward(AMPC_CUDA, cuda_batch_norm_backward);
+    ampc_register_layer_norm(AMPC_CUDA, cuda_layer_norm);
+    ampc_register_layer_norm_backward(AMPC_CUDA, cuda_layer_norm_backward);
+    ampc_register_group_norm(AMPC_CUDA, cuda_group_norm);
+    ampc_register_group_norm_backward(AMPC_CUDA, cuda_group_norm_backward);
 }

@@ -344,26 +344,19 @@ static ampc_status sm_along_dim(int mode, ampc_tensor *out, const ampc_tensor *x
 }
 
 /* SOFTMAX, LOG_SOFTMAX (schema softmax, core/ops.def). */
-static ampc_status cuda_softmax(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_softmax_args *a = ampc_args_softmax(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_softmax(ampc_op op, const ampc_softmax_args *a) {
     return sm_along_dim(op == AMPC_OP_SOFTMAX ? SM_SOFTMAX : SM_LOG_SOFTMAX, a->y, a->x, NULL, a->dim, 1.0);
 }
 
 /* SOFTMAX_BACKWARD, LOG_SOFTMAX_BACKWARD (schema softmax_backward). */
-static ampc_status cuda_softmax_backward(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_softmax_backward_args *a = ampc_args_softmax_backward(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_softmax_backward(ampc_op op, const ampc_softmax_backward_args *a) {
     return sm_along_dim(op == AMPC_OP_SOFTMAX_BACKWARD ? SM_SOFTMAX_BW : SM_LOG_SOFTMAX_BW, a->grad_x, a->grad_y, a->y,
                         a->dim, a->scale);
 }
 
 /* ATTN_SOFTMAX (schema attn_softmax): scores (*, L, S) contiguous, mask? (same shape, any
  * strides) -> probabilities (the scores' dtype). */
-static ampc_status cuda_attn_softmax(ampc_op op, const ampc_kernel_args *args) {
-    (void)op;
-    const ampc_attn_softmax_args *a = ampc_args_attn_softmax(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_attn_softmax(ampc_op op, const ampc_attn_softmax_args *a) {
     const ampc_tensor *s = a->scores, *mask = a->mask;
     ampc_tensor *out = a->probs;
     if (ampc_numel(out) == 0) return AMPC_OK;
@@ -394,9 +387,7 @@ static ampc_status cuda_attn_softmax(ampc_op op, const ampc_kernel_args *args) {
 }
 
 extern "C" void ampc_cuda_register_nn_softmax(void) {
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_SOFTMAX, cuda_softmax);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_LOG_SOFTMAX, cuda_softmax);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_SOFTMAX_BACKWARD, cuda_softmax_backward);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_LOG_SOFTMAX_BACKWARD, cuda_softmax_backward);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_ATTN_SOFTMAX, cuda_attn_softmax);
+    ampc_register_softmax(AMPC_CUDA, cuda_softmax);
+    ampc_register_softmax_backward(AMPC_CUDA, cuda_softmax_backward);
+    ampc_register_attn_softmax(AMPC_CUDA, cuda_attn_softmax);
 }

@@ -38,8 +38,9 @@ namespace {
         UPDATE##_f64 ARGS;                                                                                     \
     }
 
-/* A rule's options and coeffs types, and of(a): its options in the kernel arguments. */
-#define AMPC_RULE_TYPES(NAME)                                                    \
+/* A rule's op, options and coeffs types, and of(a): its options in the kernel arguments. */
+#define AMPC_RULE_TYPES(NAME, OP)                                                \
+    static constexpr ampc_op op = AMPC_OP_##OP;                                 \
     typedef ampc_##NAME##_options options;                                      \
     typedef ampc_##NAME##_coeffs coeffs;                                        \
     static const options *of(const ampc_fused_optim_args *a) { return a->NAME; }
@@ -51,7 +52,7 @@ typedef ampc_mt_meta<AMPC_OPTIM_SLOTS, ampc_mt_capacity<AMPC_OPTIM_SLOTS>::value
  * (cpu_optim.c's prepare); apply: one element, in float or double. */
 
 struct sgd_rule {
-    AMPC_RULE_TYPES(sgd)
+    AMPC_RULE_TYPES(sgd, FUSED_SGD)
     static __device__ __forceinline__ coeffs make(const options &o, bool, float before) {
         return ampc_sgd_coeffs_for(&o, (double)before); /* momentum updates taken before this one */
     }
@@ -65,7 +66,7 @@ __device__ __forceinline__ double step_after(bool has_step, float before) {
 }
 
 struct adam_rule {
-    AMPC_RULE_TYPES(adam)
+    AMPC_RULE_TYPES(adam, FUSED_ADAM)
     static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before) {
         return ampc_adam_coeffs_for(&o, step_after(has_step, before));
     }
@@ -74,21 +75,21 @@ struct adam_rule {
 AMPC_RULE_APPLY(adam_rule, ampc_adam_update, (p, g, s0, s1, s2, &c))
 
 struct adadelta_rule {
-    AMPC_RULE_TYPES(adadelta)
+    AMPC_RULE_TYPES(adadelta, FUSED_ADADELTA)
     static __device__ __forceinline__ coeffs make(const options &o, bool, float) { return ampc_adadelta_coeffs_for(&o); }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *, const coeffs &c);
 };
 AMPC_RULE_APPLY(adadelta_rule, ampc_adadelta_update, (p, g, s0, s1, &c))
 
 struct rmsprop_rule {
-    AMPC_RULE_TYPES(rmsprop)
+    AMPC_RULE_TYPES(rmsprop, FUSED_RMSPROP)
     static __device__ __forceinline__ coeffs make(const options &o, bool, float) { return ampc_rmsprop_coeffs_for(&o); }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *s2, const coeffs &c);
 };
 AMPC_RULE_APPLY(rmsprop_rule, ampc_rmsprop_update, (p, g, s0, s1, s2, &c))
 
 struct adagrad_rule {
-    AMPC_RULE_TYPES(adagrad)
+    AMPC_RULE_TYPES(adagrad, FUSED_ADAGRAD)
     static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before) {
         return ampc_adagrad_coeffs_for(&o, step_after(has_step, before));
     }
@@ -201,10 +202,8 @@ ampc_status advance_steps(const ampc_fused_optim_args *a, int n_params, cudaStre
     return AMPC_OK;
 }
 
-template <typename Rule> ampc_status cuda_fused_step(ampc_op op, const ampc_kernel_args *args) {
+template <typename Rule> ampc_status cuda_fused_step(ampc_op op, const ampc_fused_optim_args *a) {
     const char *name = ampc_op_name(op);
-    const ampc_fused_optim_args *a = ampc_args_fused_optim(args);
-    if (!a) return ampc_last_status();
     if (a->slots_per_param != AMPC_OPTIM_SLOTS || a->slots_n % AMPC_OPTIM_SLOTS != 0 || !Rule::of(a))
         return ampc_set_error(AMPC_E_RUNTIME, "%s: unexpected kernel arguments (%d tensors, %d slots)", name,
                               a->slots_n, a->slots_per_param);
@@ -237,12 +236,18 @@ template <typename Rule> ampc_status cuda_fused_step(ampc_op op, const ampc_kern
     return advance_steps(a, n, stream, fi);
 }
 
+/* cuda_fused_step with the rule of op, the first of Rules whose op it is. */
+template <typename... Rules> ampc_status fused_step_by_op(ampc_op op, const ampc_fused_optim_args *a) {
+    ampc_status st = AMPC_OK;
+    bool found = ((op == Rules::op && (st = cuda_fused_step<Rules>(op, a), true)) || ...);
+    return found ? st : ampc_set_error(AMPC_E_RUNTIME, "%s: not a fused optimizer", ampc_op_name(op));
+}
+
+/* The fused_optim schema's one kernel: each optimizer's update rule is a template argument. */
+ampc_status cuda_fused_optim(ampc_op op, const ampc_fused_optim_args *a) {
+    return fused_step_by_op<sgd_rule, adam_rule, adadelta_rule, rmsprop_rule, adagrad_rule>(op, a);
+}
+
 } // namespace
 
-extern "C" void ampc_cuda_register_optim(void) {
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_FUSED_SGD, cuda_fused_step<sgd_rule>);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_FUSED_ADAM, cuda_fused_step<adam_rule>);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_FUSED_ADADELTA, cuda_fused_step<adadelta_rule>);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_FUSED_RMSPROP, cuda_fused_step<rmsprop_rule>);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_FUSED_ADAGRAD, cuda_fused_step<adagrad_rule>);
-}
+extern "C" void ampc_cuda_register_optim(void) { ampc_register_fused_optim(AMPC_CUDA, cuda_fused_optim); }

@@ -90,42 +90,37 @@ static ampc_status launch_random(const ampc_random_params &p, ampc_tensor *t, in
     return AMPC_OK;
 }
 
-static ampc_status cuda_random(ampc_op op, const ampc_kernel_args *a) {
-    if (op == AMPC_OP_ARANGE) {
-        const ampc_arange_args *ar = ampc_args_arange(a);
-        if (!ar) return ampc_last_status();
-        ampc_tensor *t = ar->out;
-        int64_t n = ampc_numel(t);
-        if (n == 0) return AMPC_OK;
-        ampc_cuda_guard guard(t);
-        cudaStream_t stream = ampc_cuda_stream_of(t);
-        bool ints = ar->start.kind == AMPC_SCALAR_INT && ar->step.kind == AMPC_SCALAR_INT &&
-                    !ampc_dtype_is_floating(t->dtype);
-        int64_t istart = ampc_scalar_to_int(ar->start), istep = ampc_scalar_to_int(ar->step);
-        double dstart = ampc_scalar_to_double(ar->start), dstep = ampc_scalar_to_double(ar->step);
-        ampc_cuda_layout layout = ampc_cuda_layout_of(t);
-        AMPC_CUDA_SWITCH_ALL(t->dtype, "arange", {
-            if (layout.contiguous)
-                arange_kernel<scalar_t, true><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(
-                    (scalar_t *)ampc_data_ptr(t), n, layout, ints, istart, istep, dstart, dstep);
-            else
-                arange_kernel<scalar_t, false><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(
-                    (scalar_t *)ampc_data_ptr(t), n, layout, ints, istart, istep, dstart, dstep);
-            AMPC_CUDA_CHECK_LAUNCH();
-        })
-        return AMPC_OK;
-    }
-    ampc_tensor *t;
-    ampc_random_params p;
-    if (!ampc_random_params_of(op, a, &p, &t)) return ampc_last_status();
+/* UNIFORM, NORMAL, RANDINT, BERNOULLI: cuda_uniform, ... (one kernel per schema) launch the draws here. */
+static ampc_status random_fill(const ampc_random_params *p, ampc_tensor *t) {
     int64_t n = ampc_numel(t);
-    if ((op == AMPC_OP_UNIFORM || op == AMPC_OP_NORMAL) && !ampc_dtype_is_floating(t->dtype))
-        return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: not implemented for dtype %s", ampc_op_name(op),
-                              ampc_dtype_name(t->dtype));
     if (n == 0) return AMPC_OK;
     ampc_cuda_guard guard(t);
     cudaStream_t stream = ampc_cuda_stream_of(t);
-    AMPC_CUDA_SWITCH_ALL(t->dtype, ampc_op_name(op), { return launch_random<scalar_t>(p, t, n, stream); })
+    AMPC_CUDA_SWITCH_ALL(t->dtype, ampc_op_name((ampc_op)p->op), { return launch_random<scalar_t>(*p, t, n, stream); })
+    return AMPC_OK;
+}
+AMPC_RANDOM_KERNELS(cuda, random_fill)
+
+static ampc_status cuda_arange(ampc_op op, const ampc_arange_args *ar) {
+    ampc_tensor *t = ar->out;
+    int64_t n = ampc_numel(t);
+    if (n == 0) return AMPC_OK;
+    ampc_cuda_guard guard(t);
+    cudaStream_t stream = ampc_cuda_stream_of(t);
+    bool ints = ar->start.kind == AMPC_SCALAR_INT && ar->step.kind == AMPC_SCALAR_INT &&
+                !ampc_dtype_is_floating(t->dtype);
+    int64_t istart = ampc_scalar_to_int(ar->start), istep = ampc_scalar_to_int(ar->step);
+    double dstart = ampc_scalar_to_double(ar->start), dstep = ampc_scalar_to_double(ar->step);
+    ampc_cuda_layout layout = ampc_cuda_layout_of(t);
+    AMPC_CUDA_SWITCH_ALL(t->dtype, "arange", {
+        if (layout.contiguous)
+            arange_kernel<scalar_t, true><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(
+                (scalar_t *)ampc_data_ptr(t), n, layout, ints, istart, istep, dstart, dstep);
+        else
+            arange_kernel<scalar_t, false><<<ampc_cuda_blocks(n), AMPC_CUDA_THREADS, 0, stream>>>(
+                (scalar_t *)ampc_data_ptr(t), n, layout, ints, istart, istep, dstart, dstep);
+        AMPC_CUDA_CHECK_LAUNCH();
+    })
     return AMPC_OK;
 }
 
@@ -163,9 +158,7 @@ __global__ void dropout_kernel(const T *x, T *y, bool *mask, int64_t n, uint64_t
 }
 
 /* x -> y, bool keep mask; p; seed/offset reserved by the frontend. */
-static ampc_status cuda_dropout(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_dropout_args *a = ampc_args_dropout(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_dropout(ampc_op op, const ampc_dropout_args *a) {
     const ampc_tensor *x = a->x;
     ampc_tensor *y = a->y, *mask = a->mask;
     int64_t n = ampc_numel(x);
@@ -201,9 +194,7 @@ __global__ void masked_scale_kernel(const T *g, const void *mask, int mask_dtype
     }
 }
 
-static ampc_status cuda_masked_scale(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_masked_scale_args *a = ampc_args_masked_scale(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_masked_scale(ampc_op op, const ampc_masked_scale_args *a) {
     const ampc_tensor *g = a->x, *mask = a->mask;
     ampc_tensor *y = a->out;
     int64_t n = ampc_numel(g);
@@ -231,10 +222,11 @@ static ampc_status cuda_masked_scale(ampc_op op, const ampc_kernel_args *args) {
 }
 
 extern "C" void ampc_cuda_register_random(void) {
-    static const ampc_op random_ops[] = {AMPC_OP_UNIFORM, AMPC_OP_NORMAL, AMPC_OP_RANDINT, AMPC_OP_BERNOULLI,
-                                         AMPC_OP_ARANGE};
-    for (size_t i = 0; i < sizeof random_ops / sizeof random_ops[0]; i++)
-        ampc_register_kernel(AMPC_CUDA, random_ops[i], cuda_random);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_DROPOUT, cuda_dropout);
-    ampc_register_kernel(AMPC_CUDA, AMPC_OP_MASKED_SCALE, cuda_masked_scale);
+    ampc_register_uniform(AMPC_CUDA, cuda_uniform);
+    ampc_register_normal(AMPC_CUDA, cuda_normal);
+    ampc_register_randint(AMPC_CUDA, cuda_randint);
+    ampc_register_bernoulli(AMPC_CUDA, cuda_bernoulli);
+    ampc_register_arange(AMPC_CUDA, cuda_arange);
+    ampc_register_dropout(AMPC_CUDA, cuda_dropout);
+    ampc_register_masked_scale(AMPC_CUDA, cuda_masked_scale);
 }

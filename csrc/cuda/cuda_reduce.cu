@@ -388,9 +388,7 @@ template <typename scalar_t> static ampc_status run_arg(const red_ctx &c, bool i
     return run_reduce<scalar_t>(c, arg_op<acc_t, false>{}, st);
 }
 
-static ampc_status cuda_reduce(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_reduce_args *a = ampc_args_reduce(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_reduce(ampc_op op, const ampc_reduce_args *a) {
     const ampc_tensor *in = a->input;
     ampc_tensor *out0 = a->values;
     ampc_cuda_guard guard(in);
@@ -476,8 +474,6 @@ static ampc_status cuda_reduce(ampc_op op, const ampc_kernel_args *args) {
 
 /* Every ops.def row of schema `reduce`. */
 extern "C" void ampc_cuda_register_reduce(void) {
-    for (int op = 0; op < AMPC_NUM_OPS; op++)
-        if (ampc_op_schema((ampc_op)op) == ampc_schema_reduce)
-            ampc_register_kernel(AMPC_CUDA, (ampc_op)op, cuda_reduce);
+    ampc_register_reduce(AMPC_CUDA, cuda_reduce);
     ampc_cuda_register_scan();
 }

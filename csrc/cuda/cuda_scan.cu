@@ -202,9 +202,7 @@ static ampc_status cumsum_typed(const ampc_tensor *in_t, ampc_tensor *out_t, int
     return launch_scan<T, A>(in, out, s, rows, carry, stream);
 }
 
-static ampc_status cuda_cumsum(ampc_op op, const ampc_kernel_args *args) {
-    const ampc_scan_args *a = ampc_args_scan(args);
-    if (!a) return ampc_last_status();
+static ampc_status cuda_cumsum(ampc_op op, const ampc_scan_args *a) {
     ampc_tensor *out = a->output;
     const ampc_tensor *in = a->input;
     ampc_cuda_guard guard(in);
@@ -216,4 +214,4 @@ static ampc_status cuda_cumsum(ampc_op op, const ampc_kernel_args *args) {
     return s;
 }
 
-void ampc_cuda_register_scan(void) { ampc_register_kernel(AMPC_CUDA, AMPC_OP_CUMSUM, cuda_cumsum); }
+void ampc_cuda_register_scan(void) { ampc_register_scan(AMPC_CUDA, cuda_cumsum); }

@@ -369,7 +369,8 @@ def test_out_of_range_index_raises_at_next_sync(cuda):
     x = sample((5, 4), ampc.float32).to(cuda)
     bad = index([0, 5]).to(cuda)
     deferred_index_error(lambda: x.index_select(0, bad))
-    deferred_index_error(lambda: x.gather(0, index([[0, 0, -6, 0]]).to(cuda)))
+    deferred_index_error(lambda: x.gather(0, index([[0, 0, -6, 0]]).to(cuda)), RuntimeError)
+    deferred_index_error(lambda: x.index_select(0, index([-1]).to(cuda)))  # no negative index (torch)
     deferred_index_error(lambda: x[bad])
     deferred_index_error(lambda: x[index([1]).to(cuda), index([4]).to(cuda)])
 
@@ -378,8 +379,8 @@ def test_out_of_range_index_raises_at_next_sync(cuda):
         y.index_put_((bad,), ampc.ones(2, 4).to(cuda), accumulate=True)
         return y
     deferred_index_error(put)
-    deferred_index_error(lambda: x.scatter_add(1, index([[4, 0]]).to(cuda), ampc.ones(1, 2).to(cuda)))
-    deferred_index_error(lambda: x.index_add(0, bad, ampc.ones(2, 4).to(cuda)))
+    deferred_index_error(lambda: x.scatter_add(1, index([[4, 0]]).to(cuda), ampc.ones(1, 2).to(cuda)), RuntimeError)
+    deferred_index_error(lambda: x.index_add(0, bad, ampc.ones(2, 4).to(cuda)), RuntimeError)
     deferred_index_error(lambda: F.embedding(bad, x))
     # the device is usable afterwards, and the next good op is not blamed
     check_same(x.index_select(0, index([4, 0]).to(cuda)), x.cpu().index_select(0, index([4, 0])))

@@ -11,6 +11,7 @@
  * then accumulate without races, and the last write wins as in NumPy. */
 #include <string.h>
 
+#include "../core/index_bounds.h"
 #include "../core/kernel_args.h"
 #include "../core/ops.h"
 #include "cpu_backend.h"
@@ -30,6 +31,7 @@ typedef struct index_ctx {
 /* Checks each stored element of an index tensor (seen as R) once: dims where it broadcasts
  * (stride 0) are skipped, so a small index over a large R costs little. */
 static ampc_status check_index(ampc_op op, const ampc_tensor *idx, int64_t size, int64_t dim) {
+    int64_t lowest = ampc_index_counts_from_end(op) ? -size : 0; /* index_bounds.h */
     int64_t shape[AMPC_MAX_DIMS], strides[AMPC_MAX_DIMS];
     int nd = 0;
     for (int i = 0; i < idx->ndim; i++) {
@@ -51,8 +53,9 @@ static ampc_status check_index(ampc_op op, const ampc_tensor *idx, int64_t size,
         }
         for (int64_t e = 0; e < inner; e++) {
             int64_t v = p[e * inner_stride];
-            if (v < -size || v >= size)
-                return ampc_set_error(AMPC_E_INDEX, "%s: index %lld is out of bounds for dimension %lld with size %lld",
+            if (v < lowest || v >= size)
+                return ampc_set_error(ampc_index_error_status(op),
+                                      "%s: index %lld is out of bounds for dimension %lld with size %lld",
                                       ampc_op_name(op), (long long)v, (long long)dim, (long long)size);
         }
     }

@@ -19,6 +19,7 @@
  * exactly as cpu_nn_misc.c does, so both devices give the same bits. */
 #include <cub/device/device_radix_sort.cuh>
 
+#include "../core/index_bounds.h"
 #include "../core/kernel_args.h"
 #include <type_traits>
 
@@ -65,6 +66,7 @@ struct index_geometry {
     int64_t strides[INDEX_OPERANDS][AMPC_MAX_DIMS]; /* elements of each operand's dtype; 0 unused */
     const int64_t *index[MAX_INDEX_TENSORS];
     int64_t size[MAX_INDEX_TENSORS];   /* the indexed dim's size */
+    int64_t lowest[MAX_INDEX_TENSORS]; /* -size where a negative index counts from the end, else 0 */
     int64_t stride[MAX_INDEX_TENSORS]; /* and its stride, in elements of the indexed tensor */
 
     /* Element offsets of linear index i (row-major over R) in every operand. U is uint32_t when
@@ -82,14 +84,14 @@ struct index_geometry {
     }
 
     /* The offset the indices add in the indexed tensor; false when one is out of range.
-     * Negative indices count from the end, as on the CPU. */
+     * Negative indices count from the end where the op allows it (index_bounds.h), as on the CPU. */
     __device__ __forceinline__ bool indexed_offset(const int64_t *off, int64_t *extra) const {
         int64_t e = 0;
 #pragma unroll
         for (int j = 0; j < MAX_INDEX_TENSORS; j++) {
             if (j >= k) break;
             int64_t v = index[j][off[2 + j]];
-            if (v < -size[j] || v >= size[j]) return false;
+            if (v < lowest[j] || v >= size[j]) return false;
             e += (v < 0 ? v + size[j] : v) * stride[j];
         }
         *extra = e;
@@ -98,8 +100,9 @@ struct index_geometry {
 };
 
 /* The geometry of a gather or scatter form call over (out, in, the k indices). */
-static ampc_status index_geometry_init(ampc_tensor *out, const ampc_tensor *in, const ampc_tensor *const *indices,
-                                       int k, const ampc_index_dim *dims, index_geometry *g) {
+static ampc_status index_geometry_init(ampc_op op, ampc_tensor *out, const ampc_tensor *in,
+                                       const ampc_tensor *const *indices, int k, const ampc_index_dim *dims,
+                                       index_geometry *g) {
     memset(g, 0, sizeof *g);
     g->k = k; /* <= MAX_INDEX_TENSORS int64 indices: the frontend checked (index.c, dispatch_index) */
     const ampc_tensor *ins[1 + MAX_INDEX_TENSORS] = {in};
@@ -107,6 +110,7 @@ static ampc_status index_geometry_init(ampc_tensor *out, const ampc_tensor *in, 
         const ampc_tensor *idx = ins[1 + j] = indices[j];
         g->index[j] = (const int64_t *)ampc_data_ptr(idx);
         g->size[j] = dims[j].size;
+        g->lowest[j] = ampc_index_counts_from_end(op) ? -dims[j].size : 0;
         g->stride[j] = dims[j].stride;
     }
     ampc_cpu_iter it;
@@ -229,7 +233,7 @@ static ampc_status cuda_gather_form(ampc_op op, const ampc_gather_args *p) {
     if (ampc_numel(out) == 0) return AMPC_OK;
     index_geometry g;
     const ampc_tensor *indices[MAX_INDEX_TENSORS] = {p->index0, p->index1, p->index2, p->index3, p->index4};
-    AMPC_TRY(index_geometry_init(out, p->src, indices, p->n_indices, p->dims, &g));
+    AMPC_TRY(index_geometry_init(op, out, p->src, indices, p->n_indices, p->dims, &g));
     ampc_cuda_guard guard(out);
     cudaStream_t stream = ampc_cuda_stream_of(out);
     int *err = ampc_cuda_error_word((int)out->device.index);
@@ -247,7 +251,7 @@ static ampc_status cuda_scatter_form(ampc_op op, const ampc_scatter_args *p) {
     if (ampc_numel(out) == 0) return AMPC_OK;
     index_geometry g;
     const ampc_tensor *indices[MAX_INDEX_TENSORS] = {p->index0, p->index1, p->index2, p->index3, p->index4};
-    AMPC_TRY(index_geometry_init(out, p->values, indices, p->n_indices, p->dims, &g));
+    AMPC_TRY(index_geometry_init(op, out, p->values, indices, p->n_indices, p->dims, &g));
     ampc_cuda_guard guard(out);
     cudaStream_t stream = ampc_cuda_stream_of(out);
     int *err = ampc_cuda_error_word((int)out->device.index);

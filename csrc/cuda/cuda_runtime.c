@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/index_bounds.h"
 #include "cuda_host.h"
 
 static int device_count = 0;
@@ -114,7 +115,8 @@ static ampc_status check_word(int device, cudaStream_t stream) {
     int kind = code / 65536;
     ampc_op op = (ampc_op)(code % 65536);
     if (kind == AMPC_CUDA_ERR_INDEX)
-        return ampc_set_error(AMPC_E_INDEX, "index out of range in %s (reported by a CUDA kernel)", ampc_op_name(op));
+        return ampc_set_error(ampc_index_error_status(op), "index out of range in %s (reported by a CUDA kernel)",
+                              ampc_op_name(op));
     if (kind == AMPC_CUDA_ERR_ZERO_DIVISION) /* the CPU kernel's wording */
         return ampc_set_error(AMPC_E_RUNTIME, "ZeroDivisionError");
     if (kind == AMPC_CUDA_ERR_VALUE && op == AMPC_OP_BCE_LOSS)

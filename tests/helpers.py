@@ -9,6 +9,7 @@ test-backend-ops: one helper, every op, every backend).
   mixed precision   assert_step_and_update_make_no_host_reads
   CPU against CUDA  run_on_cpu_and_cuda + check_runs, seeded_on_cpu_and_cuda, deferred_index_error
   ampc against torch  check_op (one call: forward values, dtypes and gradients), ampc_and_torch
+  custom Functions  ExpOut (saves its own output)
 
 A test file imports what it uses (`from helpers import check_op, host`); a helper needed by two
 files moves here instead of being copied. torch is the oracle but optional: without it check_op
@@ -310,6 +311,21 @@ def ampc_and_torch(build):
     """build(nn) for nn in (ampc.nn, torch.nn): the same model written once for both libraries."""
     import ampc.nn
     return build(ampc.nn), build(torch.nn)
+
+
+class ExpOut(ampc.autograd.Function):
+    """exp as a custom Function that saves its own output (autograd and leak tests)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)  # an output saved
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
 
 
 # default (rtol, atol) of check_op by dtype: about ten ulps of fp32/fp64, one or two of fp16/bf16

@@ -13,6 +13,7 @@ import torch
 import ampc
 import ampc.nn.functional as AF
 from ampc.testing import GradcheckError, gradcheck, gradgradcheck
+from helpers import ExpOut
 
 RNG = np.random.default_rng(1234)
 
@@ -646,19 +647,6 @@ class ScaledSquare(ampc.autograd.Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return g * 2 * x * ctx.scale, None
-
-
-class ExpOut(ampc.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = x.exp()
-        ctx.save_for_backward(y)  # an output saved
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * y
 
 
 class AddOneInplace(ampc.autograd.Function):

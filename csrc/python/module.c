@@ -16,7 +16,7 @@ static PyMethodDef *const module_tables[] = {
     ampc_py_module_methods_index, ampc_py_module_methods_random, ampc_py_module_methods_cuda,
     ampc_py_module_methods_amp, ampc_py_module_methods_autocast, ampc_py_module_methods_nn,
     ampc_py_module_methods_autograd, ampc_py_module_methods_multi_tensor, ampc_py_module_methods_optim,
-    ampc_py_module_methods_backends, ampc_py_module_methods_op_table,
+    ampc_py_module_methods_backends, ampc_py_module_methods_op_table, ampc_py_module_methods_surface,
     ampc_py_module_methods_tensor, ampc_py_module_methods_creation, ampc_py_module_methods_convert,
 };
 

@@ -13,7 +13,7 @@ import warnings
 
 from . import _C
 from ._C import Tensor
-from ._functions import _check_tensor, _wrap_dim
+from ._functions import _check_tensor, _dtype_stem, _wrap_dim
 
 # ---------------------------------------------------------------- helpers
 
@@ -35,7 +35,7 @@ def _into(out, result, fname):
 
 
 def _dt(dtype):
-    return str(dtype).replace("ampc.", "").capitalize()
+    return _dtype_stem(dtype)
 
 
 def _tensors(fname, tensors):
@@ -162,7 +162,7 @@ def meshgrid(*tensors, indexing=None):
         if t.dtype != ts[0].dtype or t.device != ts[0].device:
             raise RuntimeError("torch.meshgrid: Expected all tensors in the list to have the same dtype and device")
     flat = [t.reshape(-1) for t in ts]
-    swap = indexing == "xy" and len(flat) >= 2
+    swap = indexing == "xy" and len(flat) >= 2  # torch: swap the first two inputs, grid "ij", swap back
     if swap:
         flat[0], flat[1] = flat[1], flat[0]
     shape = [t.numel() for t in flat]
@@ -172,7 +172,6 @@ def meshgrid(*tensors, indexing=None):
         view[i] = shape[i]
         grids.append(t.view(view).expand(shape))
     if swap:
-        grids = [g.transpose(0, 1) for g in grids]
         grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)
 
@@ -407,6 +406,8 @@ def trace(input):
 def cross(input, other, dim=None, *, out=None):
     _check_tensor("cross", input)
     _check_tensor("cross", other, "other", 2)
+    if input.dim() != other.dim():
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     shape = broadcast_shapes(input.shape, other.shape)
     a, b = input.expand(shape), other.expand(shape)
     if dim is None:
@@ -486,6 +487,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
                            f"{builtins.min(x1.dim(), x2.dim())}D")
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    if x1.dtype in (_C.float16, _C.bfloat16) or x2.dtype in (_C.float16, _C.bfloat16):
+        raise NotImplementedError(f'"cdist" not implemented for \'{_dt(x1.dtype if x1.dtype in (_C.float16, _C.bfloat16) else x2.dtype)}\'')
     if not x1.is_floating_point() or not x2.is_floating_point():
         raise RuntimeError(f"cdist only supports floating-point dtypes, X{1 if not x1.is_floating_point() else 2} "
                            f"got: {_dt(x1.dtype if not x1.is_floating_point() else x2.dtype)}")

@@ -46,6 +46,10 @@ def _dims(value):
 
 
 def movedim(self, source, destination):
+    if isinstance(source, int) != isinstance(destination, int):
+        raise TypeError(f"movedim() received an invalid combination of arguments: source and destination must be "
+                        f"both ints or both sequences of ints, got {type(source).__name__} and "
+                        f"{type(destination).__name__}")
     src, dst = _dims(source), _dims(destination)
     if len(src) != len(dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain the "
@@ -256,6 +260,11 @@ _TYPE_NAMES = [("float32", "Float"), ("float64", "Double"), ("float16", "Half"),
                ("uint8", "Byte"), ("int32", "Int"), ("int64", "Long"), ("bool", "Bool")]
 
 
+def _dtype_stem(dtype):
+    """torch's short dtype name in messages: Float, Double, Half, Long, ..."""
+    return builtins.dict((getattr(_C, d), s) for d, s in _TYPE_NAMES)[dtype]
+
+
 def _type_string(t):
     stem = builtins.dict((getattr(_C, d), s) for d, s in _TYPE_NAMES)[t.dtype]
     return f"torch.cuda.{stem}Tensor" if t.is_cuda else f"torch.{stem}Tensor"
@@ -271,7 +280,7 @@ def _parse_type_string(name):
     raise ValueError(f"invalid type: '{name}'")
 
 
-def type(self, dtype=None, non_blocking=False, **kwargs):
+def _type(self, dtype=None, non_blocking=False, **kwargs):
     """Tensor.type(): the legacy type string ('torch.FloatTensor', 'torch.cuda.HalfTensor'), as torch
     spells it so that scripts comparing it keep working; Tensor.type(dtype or such a string): the
     tensor in that type (itself when it already is)."""
@@ -287,7 +296,7 @@ def type(self, dtype=None, non_blocking=False, **kwargs):
             return self.to(device=device if device == "cpu" else "cuda", dtype=dt, non_blocking=non_blocking)
         return self.to(dtype=dt, non_blocking=non_blocking)
     if not isinstance(dtype, _C.dtype):
-        raise TypeError(f"type(): argument 'dtype' must be torch.dtype or str, not {builtins.type(dtype).__name__}")
+        raise TypeError(f"type(): argument 'dtype' must be torch.dtype or str, not {type(dtype).__name__}")
     return self.to(dtype=dtype, non_blocking=non_blocking)
 
 
@@ -319,7 +328,7 @@ TENSOR_METHODS = {
     "adjoint": adjoint, "broadcast_to": broadcast_to, "tensor_split": tensor_split, "hsplit": hsplit,
     "vsplit": vsplit, "dsplit": dsplit, "split_with_sizes": split_with_sizes, "softmax": softmax,
     "log_softmax": log_softmax, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
-    "sum_to_size": sum_to_size, "positive": positive, "type": type, "new": new,
+    "sum_to_size": sum_to_size, "positive": positive, "type": _type, "new": new,
     "conj": conj, "conj_physical": conj, "resolve_conj": conj, "resolve_neg": conj,
     "is_conj": lambda self: False, "is_neg": lambda self: False,
     "const_data_ptr": lambda self: self.data_ptr(),

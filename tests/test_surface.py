@@ -493,3 +493,39 @@ def test_c_methods_take_precedence():
     before = ampc.Tensor.reshape
     added = ampc._C._install_tensor_methods({"reshape": lambda self, *a: None})
     assert "reshape" not in added and ampc.Tensor.reshape is before
+
+
+def test_finfo_iinfo():
+    for d in ("float16", "bfloat16", "float32", "float64"):
+        a, t = ampc.finfo(getattr(ampc, d)), torch.finfo(getattr(torch, d))
+        for k in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+            assert getattr(a, k) == getattr(t, k), (d, k)
+        assert repr(a) == repr(t)
+    for d in ("uint8", "int32", "int64"):
+        a, t = ampc.iinfo(getattr(ampc, d)), torch.iinfo(getattr(torch, d))
+        assert (a.bits, a.min, a.max, a.dtype) == (t.bits, t.min, t.max, t.dtype)
+    assert ampc.finfo().dtype == "float32"
+    with pytest.raises(TypeError):
+        ampc.finfo(ampc.int32)
+    with pytest.raises(TypeError):
+        ampc.iinfo(ampc.float32)
+
+
+NN_TOPLEVEL = [
+    ("conv2d", lambda M, x, w, b: M.conv2d(x, w, b, 1, 1), [(2, 3, 5, 5), (4, 3, 3, 3), (4,)]),
+    ("conv1d", lambda M, x, w: M.conv1d(x, w, stride=2), [(2, 3, 7), (4, 3, 3)]),
+    ("max_pool2d", lambda M, x: M.max_pool2d(x, 2), [(2, 3, 4, 4)]),
+    ("layer_norm", lambda M, x, w, b: M.layer_norm(x, (4,), w, b, 1e-5, True), [(3, 4), (4,), (4,)]),
+    ("group_norm", lambda M, x: M.group_norm(x, 2), [(2, 4, 3)]),
+    ("batch_norm", lambda M, x, w, b: M.batch_norm(x, w, b, None, None, True, 0.1, 1e-5, True),
+     [(4, 3), (3,), (3,)]),
+    ("dropout_eval", lambda M, x: M.dropout(x, 0.5, False), [(3, 4)]),
+    ("embedding", lambda M, w: M.embedding(w, M.tensor([[0, 2], [1, 1]])), [(3, 4)]),
+    ("bce_logits", lambda M, x, y: M.binary_cross_entropy_with_logits(x, y.sigmoid(), None, None, 2),
+     [(3, 4), (3, 4)]),
+]
+
+
+@pytest.mark.parametrize("case", NN_TOPLEVEL, ids=[c[0] for c in NN_TOPLEVEL])
+def test_nn_toplevel_matches_torch(case):
+    check_op(case[1], case[2])

@@ -186,3 +186,62 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     arr = np.frombuffer(buffer, dtype=names[dtype], count=count, offset=offset)
     t = _C.from_numpy(arr)
     return t.requires_grad_(True) if requires_grad else t
+
+
+# ---------------------------------------------------------------- finfo / iinfo
+
+# (mantissa bits, exponent bits) of ampc's floating dtypes; the limits follow from the format.
+_FLOAT_FORMATS = {"float16": (10, 5), "bfloat16": (7, 8), "float32": (23, 8), "float64": (52, 11)}
+_INT_RANGES = {"uint8": (8, 0, 255), "int32": (32, -2**31, 2**31 - 1), "int64": (64, -2**63, 2**63 - 1)}
+
+
+def _dtype_name(dtype, fname):
+    if dtype is None:
+        dtype = _C.get_default_dtype()
+    if not isinstance(dtype, _C.dtype):
+        raise TypeError(f"{fname}(): argument 'type' must be torch.dtype, not {type(dtype).__name__}")
+    return str(dtype).split(".")[-1]
+
+
+class finfo:
+    """torch.finfo: the numeric limits of a floating dtype (the default dtype when none is given)."""
+
+    def __init__(self, type=None):
+        name = _dtype_name(type, "finfo")
+        if name not in _FLOAT_FORMATS:
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            "'torch.finfo'")
+        m, e = _FLOAT_FORMATS[name]
+        bias = 2 ** (e - 1) - 1
+        self.bits = 1 + m + e
+        self.eps = 2.0 ** -m
+        self.max = (2.0 - 2.0 ** -m) * 2.0 ** bias
+        self.min = -self.max
+        self.tiny = self.smallest_normal = 2.0 ** (1 - bias)
+        self.resolution = 10.0 ** -math.floor(m * math.log10(2))
+        self.dtype = name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """torch.iinfo: the range of an integer dtype."""
+
+    def __init__(self, type):
+        name = _dtype_name(type, "iinfo")
+        if name not in _INT_RANGES:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
+        self.bits, self.min, self.max = _INT_RANGES[name]
+        self.dtype = name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
+
+
+has_openmp = True  # ampc's CPU kernels are always built with OpenMP (setup.py: -fopenmp)
+
+
+def init_num_threads():
+    """torch.init_num_threads: ampc's OpenMP runtime is ready when ampc is imported; nothing to do."""

@@ -529,3 +529,26 @@ NN_TOPLEVEL = [
 @pytest.mark.parametrize("case", NN_TOPLEVEL, ids=[c[0] for c in NN_TOPLEVEL])
 def test_nn_toplevel_matches_torch(case):
     check_op(case[1], case[2])
+
+
+def test_resize():
+    for M in (ampc, torch):
+        x = M.arange(6.0)
+        v = x[1:3]
+        assert x.resize_(2, 4) is x and tuple(x.shape) == (2, 4) and tuple(x.stride()) == (4, 1)
+        assert x.reshape(-1)[:6].tolist() == [0, 1, 2, 3, 4, 5]  # old values kept as the prefix
+        x[0, 1] = 9
+        assert v.tolist() == [9, 2]  # views of the storage see the grown memory
+        y = M.ones(5)
+        assert y.resize_(2).tolist() == [1, 1] and y.resize_((3,)).shape == (3,)
+        assert y.resize_as_(M.zeros(1, 2)).shape == (1, 2)
+        assert M.ones(4)[2:].resize_(0).shape == (0,)
+        with pytest.raises(RuntimeError, match="require grad"):
+            M.ones(2, requires_grad=True).resize_(3)
+        with pytest.raises(RuntimeError):  # torch: "numel: integer multiplication overflow"
+            M.ones(2).resize_(-1)
+        with pytest.raises(RuntimeError, match="not resizable"):
+            M.from_numpy(np.ones(2, dtype=np.float32)).resize_(10)
+    offset = ampc.arange(8.0)[3:]
+    offset.resize_(7)
+    assert offset.shape == (7,) and offset[:5].tolist() == [3, 4, 5, 6, 7]

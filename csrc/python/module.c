@@ -23,7 +23,7 @@ static PyMethodDef *const module_tables[] = {
 static PyMethodDef *const tensor_tables[] = {
     ampc_py_tensor_methods_elementwise, ampc_py_tensor_methods_reduce, ampc_py_tensor_methods_linalg,
     ampc_py_tensor_methods_index, ampc_py_tensor_methods_random, ampc_py_tensor_methods_autograd,
-    ampc_py_tensor_methods_core, ampc_py_tensor_methods_convert,
+    ampc_py_tensor_methods_core, ampc_py_tensor_methods_convert, ampc_py_tensor_methods_surface,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -129,6 +129,7 @@ extern PyMethodDef ampc_py_tensor_methods_reduce[];
 extern PyMethodDef ampc_py_tensor_methods_linalg[];
 extern PyMethodDef ampc_py_tensor_methods_index[];
 extern PyMethodDef ampc_py_tensor_methods_random[];
+extern PyMethodDef ampc_py_tensor_methods_surface[];     /* py_surface.c (resize_) */
 
 /* Operators: number protocol and rich comparison live in py_elementwise.c, the mapping
  * protocol (indexing) in py_index.c; py_tensor.c installs them in the type. */

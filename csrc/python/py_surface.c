@@ -7,6 +7,7 @@
  *   input's device, as in torch.
  * - The OpenMP thread count (torch.set_num_threads): ampc's CPU kernels split their loops with
  *   OpenMP, so the count torch scripts set is omp_set_num_threads'.
+ * - Tensor.resize_ / resize_as_ (the core's ampc_resize_, csrc/core/resize.c).
  * - _install_tensor_methods: ampc.Tensor is a static type, so Python cannot assign attributes to
  *   it; this puts composed methods and properties into its dict. A name the C tables already
  *   define is kept: when an area adds a kernel-backed method, it takes over from the composed
@@ -75,6 +76,36 @@ static PyObject *py_install_tensor_methods(PyObject *u, PyObject *mapping) {
     PyType_Modified(&AmpcTensor_Type);
     return installed;
 }
+
+/* resize_(*sizes, memory_format=None): torch's; memory formats other than the default are not
+ * ampc's (it has one layout), so only None / contiguous_format-like values pass. */
+static PyObject *t_resize_(PyObject *self, PyObject *args, PyObject *kwargs) {
+    if (kwargs) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwargs, &pos, &k, &v)) {
+            if (PyUnicode_CompareWithASCIIString(k, "memory_format") || v != Py_None)
+                return PyErr_Format(PyExc_TypeError, "resize_() got an unexpected keyword argument '%U'", k);
+        }
+    }
+    int64_t shape[AMPC_MAX_DIMS];
+    int nd = ampc_py_size_args(args, NULL, shape, "resize_");
+    if (nd < 0 || ampc_py_check(ampc_resize_(((AmpcTensorObject *)self)->t, nd, shape)) < 0) return NULL;
+    return Py_NewRef(self);
+}
+
+static PyObject *t_resize_as_(PyObject *self, PyObject *other) {
+    ampc_tensor *o = ampc_py_unwrap(other, "resize_as_", "the_template");
+    if (!o || ampc_py_check(ampc_resize_(((AmpcTensorObject *)self)->t, o->ndim, o->shape)) < 0) return NULL;
+    return Py_NewRef(self);
+}
+
+PyMethodDef ampc_py_tensor_methods_surface[] = {
+    {"resize_", (PyCFunction)(void (*)(void))t_resize_, METH_VARARGS | METH_KEYWORDS,
+     "resize_(*sizes): this tensor with a new shape, contiguous from its offset; grows the storage in place"},
+    {"resize_as_", t_resize_as_, METH_O, "resize_as_(other): resize_(other.shape)"},
+    {NULL, NULL, 0, NULL},
+};
 
 PyMethodDef ampc_py_module_methods_surface[] = {
     {"set_default_device", py_set_default_device, METH_O,

@@ -35,8 +35,9 @@ from .backends import get_float32_matmul_precision, set_float32_matmul_precision
 
 # The composed surface: top-level functions for Tensor methods, composed math, settings and
 # constants (ampc._functions, ampc._composed, ampc._runtime), and the methods they add to Tensor.
+# A name ampc._C already exports (a kernel-backed version) is kept, as for Tensor methods.
 from . import _composed, _functions, _runtime  # noqa: E402
-globals().update(_functions.install())
+globals().update({k: v for k, v in _functions.install().items() if k not in globals()})
 _C._install_tensor_methods(_composed.TENSOR_METHODS)
 globals().update({k: v for k, v in _composed.FUNCTIONS.items() if k not in globals()})
 from ._runtime import (  # noqa: E402,F401

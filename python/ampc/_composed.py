@@ -436,7 +436,7 @@ def block_diag(*tensors):
                                f"{t.dim()} dimensions")
         mats.append(t.reshape(1, -1) if t.dim() == 1 else t.reshape(1, 1) if t.dim() == 0 else t)
     if not mats:
-        return _C.empty(1, 0)
+        return _C.empty(1, 0, device=None)  # torch: on the default device
     dtype = mats[0].dtype
     for m in mats[1:]:
         dtype = _C.promote_types(dtype, m.dtype)

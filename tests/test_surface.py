@@ -552,3 +552,31 @@ def test_resize():
     offset = ampc.arange(8.0)[3:]
     offset.resize_(7)
     assert offset.shape == (7,) and offset[:5].tolist() == [3, 4, 5, 6, 7]
+
+
+def test_unravel_index_empty_permuted_dim_order():
+    for idx, shape in (([4, 1, 7, -1, 9], (3, 3)), (5, (2, 3)), ([0, 23], (2, 3, 4)), ([], (2,))):
+        got = ampc.unravel_index(ampc.tensor(idx, dtype=ampc.int64), shape)
+        want = torch.unravel_index(torch.tensor(idx, dtype=torch.int64), shape)
+        assert [host(g).tolist() for g in got] == [w.tolist() for w in want]
+    with pytest.raises(TypeError):
+        ampc.unravel_index(ampc.tensor([1.0]), (3, 3))
+    for size, order in (((2, 3, 4), (0, 2, 1)), ((2, 3, 4), (2, 1, 0)), ((0, 3), (1, 0))):
+        e = ampc.empty_permuted(size, order)
+        assert tuple(e.shape) == size and tuple(e.stride()) == torch.empty_permuted(size, order).stride()
+    for perm in ((0, 1, 2), (2, 0, 1), (1, 2, 0)):
+        assert ampc.ones(2, 3, 4).permute(perm).dim_order() == torch.ones(2, 3, 4).permute(perm).dim_order()
+
+
+def test_inplace_gemm_methods():
+    rng = np.random.default_rng(2)
+    c, a, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3), (2, 4), (4, 3)))
+    got, want = ampc.tensor(c), torch.tensor(c)
+    assert got.addmm_(ampc.tensor(a), ampc.tensor(b), beta=0.5, alpha=2) is got
+    want.addmm_(torch.tensor(a), torch.tensor(b), beta=0.5, alpha=2)
+    assert np.allclose(host(got), want.numpy(), atol=1e-5)
+    c3, a3, b3 = (rng.standard_normal(s).astype(np.float32) for s in ((2, 2, 3), (2, 2, 4), (2, 4, 3)))
+    got, want = ampc.tensor(c3), torch.tensor(c3)
+    got.baddbmm_(ampc.tensor(a3), ampc.tensor(b3))
+    want.baddbmm_(torch.tensor(a3), torch.tensor(b3))
+    assert np.allclose(host(got), want.numpy(), atol=1e-5)

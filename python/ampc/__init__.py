@@ -41,7 +41,7 @@ globals().update({k: v for k, v in _functions.install().items() if k not in glob
 _C._install_tensor_methods(_composed.TENSOR_METHODS)
 globals().update({k: v for k, v in _composed.FUNCTIONS.items() if k not in globals()})
 from ._runtime import (  # noqa: E402,F401
-    are_deterministic_algorithms_enabled, asarray, compile, e, empty_strided, finfo, frombuffer,
+    are_deterministic_algorithms_enabled, asarray, compile, e, empty_permuted, empty_strided, finfo, frombuffer,
     get_deterministic_debug_mode, has_openmp, iinfo, inf, init_num_threads, is_deterministic_algorithms_warn_only_enabled,
     nan, newaxis, pi, scalar_tensor, set_deterministic_debug_mode, typename, use_deterministic_algorithms,
 )

@@ -204,6 +204,25 @@ def combinations(input, r=2, with_replacement=False):
     return _C.stack(cols, 1)
 
 
+def unravel_index(indices, shape):
+    """Flat indices into coordinates of `shape` (floor division and remainder, as torch: no bounds
+    check, negative indices count from the end)."""
+    if not isinstance(indices, Tensor):
+        indices = _C.tensor(indices)
+    if indices.is_floating_point() or indices.dtype == _C.bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {str(indices.dtype).replace('ampc', 'torch')}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    for s in shape:
+        if s < 0:
+            raise ValueError("'shape' cannot have negative values, but got " + str(shape))
+    idx = indices.to(_C.int64)
+    coords = []
+    for s in reversed(shape):
+        coords.append(_C.remainder(idx, s) if s else idx * 0)
+        idx = _C.floor_divide(idx, s) if s else idx
+    return tuple(reversed(coords))
+
+
 # ---------------------------------------------------------------- comparisons
 
 
@@ -494,6 +513,6 @@ TENSOR_METHODS = {
                                           "matrix_power", "trace", "cross", "isclose",
                                           "allclose", "equal")},
     **{name: _stats.FUNCTIONS[name] for name in ("dist", "cov", "corrcoef")},
-    "addr_": _inplace(addr), "addmv_": _inplace(addmv), "addbmm_": _inplace(addbmm),
+    "addr_": _inplace(addr), "addmm_": _inplace(_C.addmm), "baddbmm_": _inplace(_C.baddbmm), "addmv_": _inplace(addmv), "addbmm_": _inplace(addbmm),
 }
 

@@ -232,6 +232,14 @@ def sum_to_size(self, *size):
     return out.view(size) if lead else out
 
 
+def dim_order(self, *, ambiguity_check=False):
+    """The dims from outermost to innermost in memory (by stride, larger first; ties keep order)."""
+    if ambiguity_check:
+        raise NotImplementedError("dim_order(ambiguity_check=True) is not supported by ampc")
+    strides = self.stride()
+    return tuple(sorted(range(self.dim()), key=lambda d: -strides[d]))
+
+
 def positive(self):
     return _C.positive(self)
 
@@ -328,7 +336,7 @@ TENSOR_METHODS = {
     "adjoint": adjoint, "broadcast_to": broadcast_to, "tensor_split": tensor_split, "hsplit": hsplit,
     "vsplit": vsplit, "dsplit": dsplit, "split_with_sizes": split_with_sizes, "softmax": softmax,
     "log_softmax": log_softmax, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
-    "sum_to_size": sum_to_size, "positive": positive, "type": _type, "new": new,
+    "sum_to_size": sum_to_size, "dim_order": dim_order, "positive": positive, "type": _type, "new": new,
     "conj": conj, "conj_physical": conj, "resolve_conj": conj, "resolve_neg": conj,
     "is_conj": lambda self: False, "is_neg": lambda self: False,
     "const_data_ptr": lambda self: self.data_ptr(),

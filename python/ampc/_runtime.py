@@ -139,6 +139,18 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   pin_memory=False):
+    """An uninitialised tensor whose dims lie in memory in the order physical_layout (outermost
+    first): empty in that order, permuted back to the logical order."""
+    size, order = tuple(size), list(physical_layout)
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError(f"empty_permuted: physical_layout {order} is not a permutation of the {len(size)} dims")
+    base = _C.empty([size[d] for d in order], dtype=dtype, device=device)
+    t = base.permute([order.index(d) for d in range(len(size))])
+    return t.requires_grad_(True) if requires_grad else t
+
+
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """torch.asarray: shares memory with a tensor or a NumPy array when dtype and device allow it
     (copy=None), always copies with copy=True, and refuses a needed copy with copy=False."""

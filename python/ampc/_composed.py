@@ -207,8 +207,7 @@ def combinations(input, r=2, with_replacement=False):
 def unravel_index(indices, shape):
     """Flat indices into coordinates of `shape` (floor division and remainder, as torch: no bounds
     check, negative indices count from the end)."""
-    if not isinstance(indices, Tensor):
-        indices = _C.tensor(indices)
+    _check_tensor("unravel_index", indices, "indices")
     if indices.is_floating_point() or indices.dtype == _C.bool:
         raise TypeError(f"expected 'indices' to be integer dtype, but got {str(indices.dtype).replace('ampc', 'torch')}")
     shape = (shape,) if isinstance(shape, int) else tuple(shape)

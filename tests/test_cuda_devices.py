@@ -463,7 +463,7 @@ HOST_BY_DESIGN = {
                                  "_C.tensor(batch)"},  # collate builds CPU batches (then pin_memory / .to)
     "utils/data/dataset.py": {"_C.tensor([int(i) for i in mine], dtype=_C.int64)", "_C.randperm(sum(counts))",
                               "_C.randperm(sum(counts), generator=generator)"},  # host-side index maps
-    "utils/data/sampler.py": {"_C.arange(len(self.data_source), dtype=_C.int64)",
+    "utils/data/sampler.py": {"_C.arange(start, min(n, start + _CHUNK), dtype=_C.int64)",
                               "_C.tensor(list(idx), dtype=_C.int64)"},  # sampling order, moved per device
     "datasets/fashion_mnist.py": {"ampc.from_numpy(np.ascontiguousarray(x))",
                                   "ampc.from_numpy(labels.astype(np.int64))"},  # then .to(device)

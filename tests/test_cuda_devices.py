@@ -457,7 +457,8 @@ HOST_BY_DESIGN = {
     "nn/init.py": {"_C.tensor(a, dtype=tensor.dtype)", "_C.tensor(b, dtype=tensor.dtype)"},  # host rounding of a, b
     "nn/modules/batchnorm.py": {"_C.tensor(0, dtype=_C.long)"},  # copied into the buffer by load_state_dict
     "random.py": {"_C.tensor(list(raw), dtype=_C.uint8)"},  # RNG state bytes (torch: a CPU ByteTensor)
-    "serialization.py": {"_C.from_numpy(arr)"},  # then placed by map_location (_Reader._place)
+    "serialization/_load.py": {"_C.from_numpy(arr)"},  # a storage, then placed by map_location (_Placer)
+    "serialization/_legacy.py": {"_C.from_numpy(arr)"},  # then placed by map_location (_Reader._place)
     "utils/data/dataloader.py": {"_C.as_tensor(np.asarray(data))", "_C.as_tensor(np.asarray(b))",
                                  "_C.as_tensor(np.asarray(batch))", "_C.tensor(batch, dtype=_C.float64)",
                                  "_C.tensor(batch)"},  # collate builds CPU batches (then pin_memory / .to)

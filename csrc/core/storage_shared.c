@@ -7,7 +7,9 @@
  * file_descriptor strategy), which maps the same pages with ampc_storage_from_shared_fd. The
  * kernel frees the pages when the last mapping and the last fd are gone, so nothing can leak in
  * /dev/shm whichever process exits first. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -366,6 +366,26 @@ def test_bare_pickles_and_foreign_files_are_refused(tmp_path):
     assert ampc.load(io.BytesIO(_saved(1)), pickle_module=pickle) == 1  # weights_only off, as in torch
 
 
+@pytest.mark.parametrize("target", [b"torch._utils\n_rebuild_tensor_v2", b"torch.nn.parameter\nParameter",
+                                    b"collections\nCounter", b"torch\nFloatStorage", b"torch\nfloat32"])
+def test_forged_build_cannot_patch_ampc_globals(target):
+    """BUILD with a slot state is setattr on whatever is on the stack: on an allowlisted global it
+    would patch ampc (a function's __defaults__, a class's methods). It lands on a throwaway copy."""
+    from ampc.serialization import _names
+
+    before = (_names._rebuild_tensor_v2.__defaults__, nn.Parameter.__dict__.get("__defaults__"),
+              collections.Counter.__dict__.get("__defaults__"))
+    forged = (b"\x80\x02c" + target + b"\nN}X\x0c\x00\x00\x00__defaults__K\x01\x85s\x86b.")
+    data = _rezip(_saved(1), lambda p: forged)
+    try:
+        ampc.load(io.BytesIO(data))
+    except (AttributeError, TypeError):  # a C object refusing the attribute is fine too
+        pass
+    assert (_names._rebuild_tensor_v2.__defaults__, nn.Parameter.__dict__.get("__defaults__"),
+            collections.Counter.__dict__.get("__defaults__")) == before
+    assert ampc.load(io.BytesIO(_saved({"w": ampc.ones(2)})))["w"].tolist() == [1.0, 1.0]
+
+
 class Point:
     def __init__(self, x, y):
         self.x, self.y = x, y

@@ -5,13 +5,15 @@ data.pkl is unpickled by one of two unpicklers:
   _names.allowed_globals (tensor rebuild functions, storages, dtypes, Size, device, OrderedDict,
   a few builtins) and the user's safe globals (_safe.py); any other global raises torch's
   "Weights only load failed ... Unsupported global" error before anything is called. Every
-  REDUCE/NEWOBJ/BUILD of the C unpickler only reaches callables that find_class returned.
+  REDUCE/NEWOBJ of the C unpickler only reaches callables that find_class returned, and those
+  are fresh wrappers (_fresh), so a forged BUILD cannot patch ampc's own functions or classes.
 - full (weights_only=False, an explicit opt-in: it runs whatever code the file names): torch
   names map to ampc's objects, torch.X modules to ampc.X, everything else imports as pickle does.
 Storages come through persistent_load: read once per key from data/<key>, checked against the
 numel the pickle claims, placed by map_location; tensors are views of them (shared storage kept).
 """
 import _compat_pickle
+import functools
 import importlib
 import pickle
 import sys
@@ -24,6 +26,7 @@ from . import _safe
 from ._names import LoadedStorage, StorageType, allowed_globals, ampc_dtype, numpy_dtype, torch_to_ampc_name
 
 _ALLOWED = None
+_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: C types whose attributes cannot be set
 
 
 def _allowed():
@@ -31,6 +34,20 @@ def _allowed():
     if _ALLOWED is None:
         _ALLOWED = allowed_globals()
     return _ALLOWED
+
+
+def _fresh(obj):
+    """What find_class hands a weights-only unpickler for an allowlisted object: Python functions
+    and classes wrapped in a new functools.partial, storage types copied, so a forged BUILD
+    (setattr with a slot state) lands on a throwaway object, never on ampc's own globals; C types
+    and builtins refuse attribute writes themselves."""
+    if isinstance(obj, StorageType):
+        return StorageType(obj.name)
+    if isinstance(obj, type):
+        return obj if obj.__flags__ & _IMMUTABLE_TYPE else functools.partial(obj)
+    if getattr(obj, "__code__", None) is not None:  # a Python function
+        return functools.partial(obj)
+    return obj
 
 
 class WeightsOnlyRefusal(pickle.UnpicklingError):
@@ -162,7 +179,7 @@ class _WeightsOnlyUnpickler(pickle.Unpickler):
         module, name = _canonical(module, name)
         full = f"{module}.{name}"
         if full in _allowed():
-            return _allowed()[full]
+            return _fresh(_allowed()[full])
         if full in self.user:
             return self.user[full]
         shown = _display(full)

@@ -7,6 +7,7 @@ torch's). The rebuild functions follow torch._utils: a tensor is (storage, stora
 stride) over a storage loaded once per key, so views saved together share memory again.
 """
 import collections
+import functools
 import pickle
 
 import numpy as np
@@ -119,10 +120,18 @@ def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
     return p
 
 
+def _unwrap(obj):
+    """The object behind the bare functools.partial a weights-only load wraps globals in."""
+    if isinstance(obj, functools.partial) and not obj.args and not obj.keywords:
+        return obj.func
+    return obj
+
+
 def _rebuild_from_type_v2(func, new_type, args, state):
     """torch._tensor._rebuild_from_type_v2: a Tensor (subclass) with Python attributes."""
     from ..nn.parameter import Parameter
 
+    func, new_type = _unwrap(func), _unwrap(new_type)
     if func not in (_rebuild_tensor_v2, _rebuild_parameter, _rebuild_parameter_with_state, _rebuild_tensor):
         raise pickle.UnpicklingError(f"_rebuild_from_type_v2: unexpected rebuild function {func!r}")
     t = func(*args)

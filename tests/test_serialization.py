@@ -586,3 +586,16 @@ def test_resume_is_bit_identical(tmp_path):
         for field, v in sa["state"][k].items():
             w = sb["state"][k][field]
             assert (v.numpy().tobytes() == w.numpy().tobytes()) if isinstance(v, ampc.Tensor) else v == w
+
+
+def test_torch_tensor_attributes_and_unsupported_dtypes():
+    p = torch.nn.Parameter(torch.ones(2))
+    p.foo = 3  # a tensor with Python attributes pickles through torch._tensor._rebuild_from_type_v2
+    t = torch.arange(3.0)
+    t.tag = "x"
+    back = ampc.load(io.BytesIO(_torch_saved({"p": p, "t": t})))
+    assert isinstance(back["p"], nn.Parameter) and back["p"].foo == 3 and back["p"].tolist() == [1.0, 1.0]
+    assert back["t"].tag == "x" and back["t"].tolist() == [0.0, 1.0, 2.0]
+    for dt in (torch.int16, torch.int8, torch.complex64):
+        with pytest.raises(RuntimeError, match=f"storage of dtype {dt}, which ampc does not support"):
+            ampc.load(io.BytesIO(_torch_saved(torch.ones(2, dtype=dt))))

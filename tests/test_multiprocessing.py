@@ -225,3 +225,25 @@ def test_no_shared_memory_or_fds_left_after_the_children_exit():
             pass
     assert not [name for name in left if "ampc_shared_storage" in name], left
     assert _fds() <= before_fds + 3
+
+
+def _produce(q, got, results):
+    t = ampc.zeros(4)
+    q.put(t)
+    got.wait(60)  # torch's rule too: the sender stays alive until the receiver has the tensor
+    results.put(t.tolist())  # the parent's in-place write, seen here
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_tensor_made_in_a_child_is_shared_with_the_parent(method, strategy):
+    ctx = mp.get_context(method)
+    q, results, got = ctx.Queue(), ctx.Queue(), ctx.Event()
+    p = ctx.Process(target=_produce, args=(q, got, results))
+    p.start()
+    t = q.get(timeout=60)
+    assert t.is_shared()
+    t.fill_(7.0)
+    got.set()
+    assert results.get(timeout=60) == [7.0] * 4
+    p.join(60)
+    assert p.exitcode == 0

@@ -31,6 +31,7 @@ from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # 
 
 from .serialization import load, save  # noqa: E402,F401
 from . import backends, linalg, optim, utils  # noqa: E402,F401  (torch.optim / torch.utils.data reachable from `import torch`)
+from . import multiprocessing  # noqa: E402,F401  (torch.multiprocessing; registers the tensor reductions)
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402,F401
 
 # The composed surface: top-level functions for Tensor methods, composed math, settings and

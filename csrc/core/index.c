@@ -31,6 +31,7 @@
 #include "autocast.h"
 #include "autograd.h"
 #include "derivatives.h"
+#include "index_internal.h"
 #include "kernel_args.h"
 #include "ops.h"
 
@@ -118,6 +119,14 @@ static ampc_status run_one_index(ampc_op op, bool scatter, const ampc_tensor *ta
                                  int nd, const int64_t *shape, const int64_t *target_strides,
                                  const ampc_tensor *index, const int64_t *index_strides, int dim,
                                  int64_t size, int64_t stride, ampc_scalar alpha) {
+    return ampc_index_run_one(op, scatter, true, target, other, nd, shape, target_strides, index, index_strides, dim,
+                              size, stride, alpha);
+}
+
+ampc_status ampc_index_run_one(ampc_op op, bool scatter, bool accumulate, const ampc_tensor *target,
+                               const ampc_tensor *other, int nd, const int64_t *shape, const int64_t *target_strides,
+                               const ampc_tensor *index, const int64_t *index_strides, int dim, int64_t size,
+                               int64_t stride, ampc_scalar alpha) {
     int64_t out_strides[AMPC_MAX_DIMS];
     ampc_contiguous_strides(nd, shape, out_strides);
     ampc_tensor *target_r = restride(target, nd, shape, target_strides);
@@ -125,7 +134,7 @@ static ampc_status run_one_index(ampc_op op, bool scatter, const ampc_tensor *ta
     ampc_tensor *other_r = scatter ? restride(other, nd, shape, other->strides) : restride(other, nd, shape, out_strides);
     ampc_status st = ampc_last_status();
     if (target_r && index_r && other_r)
-        st = scatter ? dispatch_index(op, target_r, other_r, 1, &index_r, &size, &stride, &dim, true, alpha)
+        st = scatter ? dispatch_index(op, target_r, other_r, 1, &index_r, &size, &stride, &dim, accumulate, alpha)
                      : dispatch_index(op, other_r, target_r, 1, &index_r, &size, &stride, &dim, false, alpha);
     ampc_tensor_decref(target_r);
     ampc_tensor_decref(index_r);

@@ -189,7 +189,7 @@ static ampc_status cpu_gather_form(ampc_op op, const ampc_gather_args *p) {
     return AMPC_OK;
 }
 
-/* SCATTER_ADD, INDEX_ADD, INDEX_PUT */
+/* SCATTER_ADD, INDEX_ADD, INDEX_PUT, SCATTER, INDEX_COPY, INDEX_FILL */
 static ampc_status cpu_scatter_form(ampc_op op, const ampc_scatter_args *p) {
     index_ctx x;
     ampc_cpu_iter it;
@@ -197,7 +197,7 @@ static ampc_status cpu_scatter_form(ampc_op op, const ampc_scatter_args *p) {
     if (ampc_numel(p->dst) == 0) return AMPC_OK;
     const ampc_tensor *indices[MAX_INDEX_TENSORS] = {p->index0, p->index1, p->index2, p->index3, p->index4};
     AMPC_TRY(index_setup(op, p->dst, p->values, indices, p->n_indices, p->dims, p->alpha, &x, &it));
-    bool accumulate = op != AMPC_OP_INDEX_PUT || p->accumulate;
+    bool accumulate = p->accumulate; /* false: scatter, index_copy/fill, index_put */
     ampc_cpu_iter_run_serial(&it, accumulate ? accumulate_loops[dt] : move_loop(ampc_dtype_itemsize(dt), true), &x);
     return AMPC_OK;
 }

@@ -244,7 +244,7 @@ static ampc_status cuda_gather_form(ampc_op op, const ampc_gather_args *p) {
     return AMPC_OK;
 }
 
-/* SCATTER_ADD, INDEX_ADD, INDEX_PUT */
+/* SCATTER_ADD, INDEX_ADD, INDEX_PUT, SCATTER, INDEX_COPY, INDEX_FILL */
 static ampc_status cuda_scatter_form(ampc_op op, const ampc_scatter_args *p) {
     ampc_tensor *out = p->dst;
     ampc_dtype dt = out->dtype;
@@ -255,7 +255,7 @@ static ampc_status cuda_scatter_form(ampc_op op, const ampc_scatter_args *p) {
     ampc_cuda_guard guard(out);
     cudaStream_t stream = ampc_cuda_stream_of(out);
     int *err = ampc_cuda_error_word((int)out->device.index);
-    bool accumulate = op != AMPC_OP_INDEX_PUT || p->accumulate;
+    bool accumulate = p->accumulate; /* false: scatter, index_copy/fill, index_put */
     if (!accumulate) {
         AMPC_CUDA_SWITCH_BITS(dt, ampc_op_name(op), {
             put_move<bits_t> f = {(bits_t *)ampc_data_ptr(out), (const bits_t *)ampc_data_ptr(p->values)};

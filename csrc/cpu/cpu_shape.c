@@ -21,6 +21,15 @@ static void kept_range(bool lower, int64_t i, int64_t k, int64_t m, int64_t *lo,
     if (*hi < *lo) *hi = *lo;
 }
 
+#define STRIDED_ROW(T)                                                         \
+    do {                                                                       \
+        T *ot = (T *)(void *)o;                                                \
+        const T *st = (const T *)(const void *)s;                              \
+        for (int64_t j = 0; j < m; j++)                                        \
+            if (j < lo || j >= hi) ot[j * so] = 0;                             \
+            else if (!same) ot[j * so] = st[j * si];                           \
+    } while (0)
+
 static ampc_status cpu_tril(ampc_op op, const ampc_tril_args *p) {
     const ampc_tensor *in = p->input;
     ampc_tensor *out = p->out;
@@ -58,10 +67,11 @@ static ampc_status cpu_tril(ampc_op op, const ampc_tril_args *p) {
             memset(o + hi * (int64_t)item, 0, (size_t)(m - hi) * item);
             continue;
         }
-        for (int64_t j = 0; j < m; j++) {
-            char *oj = o + j * so * (int64_t)item;
-            if (j < lo || j >= hi) memset(oj, 0, item);
-            else if (!same) memcpy(oj, s + j * si * (int64_t)item, item);
+        switch (item) { /* a transposed or strided row: items of a constant size */
+        case 1: STRIDED_ROW(uint8_t); break;
+        case 2: STRIDED_ROW(uint16_t); break;
+        case 4: STRIDED_ROW(uint32_t); break;
+        default: STRIDED_ROW(uint64_t); break;
         }
     }
     return AMPC_OK;

@@ -93,3 +93,26 @@ def test_shape_out_of_range_index_raises_at_sync(cuda):
     deferred_index_error(lambda: x.index_copy(0, idx([3], cuda), ampc.ones(1, 4, device=cuda)))
     deferred_index_error(lambda: x.index_fill(1, idx([-5], cuda), 1.0))
     same(x.tril().cpu(), x.cpu().tril())  # usable afterwards
+
+
+def small(shape, dtype, seed=0):
+    r = np.random.default_rng(seed)
+    a = r.random(shape) < 0.5 if dtype == ampc.bool else r.integers(0 if dtype == ampc.uint8 else -3, 4, shape)
+    return ampc.tensor(np.asarray(a)).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_shape_scatter_reduce(cuda, dtype, reduce):
+    """the reduce combines run as compare-and-swap atomics on the GPU (1-, 2-, 4- and 8-byte
+    items); small integer values make every order of combination exact, so bits agree"""
+    if dtype == ampc.bool and reduce in ("sum", "prod", "mean"):
+        return
+    x, s = small((3, 6), dtype), small((3, 5), dtype, seed=1)
+    i = [[0, 0, 5, 1, 0], [2, 2, 2, 2, 2], [1, 3, 3, 1, 4]]
+    for incl in (True, False):
+        same(x.to(cuda).scatter_reduce(1, idx(i, cuda), s.to(cuda), reduce, include_self=incl),
+             x.scatter_reduce(1, idx(i), s, reduce, include_self=incl), f"scatter_reduce {reduce} {incl}")
+        if reduce != "sum" and not (dtype == ampc.bool and not incl):
+            same(x.to(cuda).index_reduce(1, idx([0, 2, 0, 5, 2], cuda), s.to(cuda), reduce, include_self=incl),
+                 x.index_reduce(1, idx([0, 2, 0, 5, 2]), s, reduce, include_self=incl), f"index_reduce {reduce} {incl}")

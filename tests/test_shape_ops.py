@@ -318,3 +318,55 @@ def test_gc_traverses_graphs_with_copy_slices():
         if i % 20 == 0:
             gc.collect()
     y.sum().backward()
+
+
+# ---------------------------------------------------------------- scatter_reduce / index_reduce
+
+REDUCE_DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool"]
+
+
+@pytest.mark.parametrize("dtype", REDUCE_DTYPES)
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_and_index_reduce_match_torch(dtype, reduce, include_self):
+    if dtype == "bool" and reduce in ("sum", "prod", "mean"):
+        pytest.skip("torch refuses bool here too (sum/mean need arithmetic)")  # not an ampc gap: torch errors
+    grad = dtype in ("float32", "float64")
+    check_op(lambda M, x, s: x.scatter_reduce(1, I(M, [[0, 0], [1, 3], [3, 3]]), s, reduce, include_self=include_self),
+             [(3, 4), (3, 2)], dtype=dtype, grad=grad)
+    check_op(lambda M, x, s: x.t().scatter_reduce(0, I(M, [[2, 0, 2]]), s.t()[:1], reduce, include_self=include_self),
+             [(3, 4), (3, 2)], dtype=dtype, grad=grad)
+    if reduce != "sum" and not (dtype == "bool" and not include_self):
+        check_op(lambda M, x, s: x.index_reduce(1, I(M, [3, 3]), s, reduce, include_self=include_self),
+                 [(3, 4), (3, 2)], dtype=dtype, grad=grad)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "amax", "amin", "mean"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_reduce_gradients_with_zeros_and_ties(reduce, include_self):
+    """prod with one and with two zeros in a group, amax/amin with tied values: torch's rules"""
+    x = np.array([[0.0, 2.0, 3.0, 1.0], [1.0, 0.0, 5.0, 5.0]])
+    s = np.array([[0.0, 2.0, 3.0], [5.0, 0.0, 0.0]])
+    index = [[0, 1, 1], [3, 1, 1]]
+    check_op(lambda M, a, b: a.scatter_reduce(1, I(M, index), b, reduce, include_self=include_self),
+             inputs=[x, s], dtype="float64")
+    check_op(lambda M, a, b: a.index_reduce(0, I(M, [1, 1]), b[:, :2].t().contiguous().t().repeat(1, 2), reduce,
+                                            include_self=include_self), inputs=[x, s], dtype="float64")
+
+
+def test_reduce_in_place_and_multiply():
+    def f(M, x, s):
+        y, z = x * 1, x * 2
+        y.scatter_reduce_(1, I(M, [[0, 0], [1, 3], [3, 3]]), s, "amax", include_self=False)
+        z.index_reduce_(1, I(M, [0, 2]), s, "prod")
+        return y + z
+    check_op(f, [(3, 4), (3, 2)])
+    check_op(lambda M, x, s: x.scatter(1, I(M, [[1, 1], [0, 2], [2, 2]]), s, reduce="multiply"), [(3, 4), (3, 2)],
+             grad=False)  # torch: "derivative for aten::scatter is not implemented" with reduce=
+    raises_each(
+        (RuntimeError, "reduce argument must be either sum, prod, mean, amax or amin",
+         lambda: ampc.zeros(2, 2).scatter_reduce(0, ampc.tensor([[0]]), ampc.ones(1, 1), "max")),
+        (RuntimeError, "index_reduce\\(\\): Expected reduce to be one of prod, mean, amax or amin",
+         lambda: ampc.zeros(2, 2).index_reduce(0, ampc.tensor([0]), ampc.ones(1, 2), "sum")),
+        (RuntimeError, "out of bounds", lambda: ampc.zeros(2, 2).scatter_reduce(0, ampc.tensor([[2]]), ampc.ones(1, 1), "sum")),
+    )

@@ -10,7 +10,9 @@
  *   as_strided  g index_add'ed into zeros at the flat positions the view reads
  *   scatter     self: g.scatter(dim, index, 0); src: g.gather(dim, index)
  *   index_copy  self: g.index_fill(dim, index, 0); source: g.index_select(dim, index)
- *   index_fill  self: g.index_fill(dim, index, 0) */
+ *   index_fill  self: g.index_fill(dim, index, 0)
+ *   scatter_reduce / index_reduce  torch's rules per reduction (sum, mean, amax/amin sharing
+ *               the grad among ties, prod with its zeros) */
 #include <string.h>
 
 #include "derivatives.h"
@@ -138,6 +140,103 @@ static ampc_status index_write_backward(ampc_node *n, ampc_tensor *const *go, am
     return ad_done(n, gi);
 }
 
+/* scatter_reduce / index_reduce (torch's rules). saved: index, self, src, result; ints: dim,
+ * kind, include_self, index_form. take(t): t at the targets in src's layout (gather or
+ * index_select); spread(z, v): z with v added at the targets (scatter_add or index_add). */
+typedef struct reduce_ctx {
+    int64_t d;
+    bool index_form;
+    ampc_tensor *idx;
+} reduce_ctx;
+
+static ampc_tensor *take(const reduce_ctx *c, ampc_tensor *t) {
+    if (!t) return NULL;
+    ampc_tensor *r = c->index_form ? ampc_index_select(t, c->d, c->idx) : ampc_gather(t, c->d, c->idx);
+    ampc_tensor_decref(t);
+    return r;
+}
+
+static ampc_tensor *spread(const reduce_ctx *c, ampc_tensor *z, ampc_tensor *v) {
+    if (!z || !v) return ad_release2(NULL, z, v);
+    ampc_tensor *r = c->index_form ? ampc_index_add(z, c->d, c->idx, v, 1.0) : ampc_scatter_add(z, c->d, c->idx, v);
+    return ad_release2(r, z, v);
+}
+
+static ampc_tensor *full_like(const ampc_tensor *t, double v) {
+    return ampc_full(t->ndim, t->shape, ampc_scalar_float(v), t->dtype, t->device);
+}
+
+static ampc_tensor *eq(ampc_tensor *a, ampc_tensor *b) { return ad_bin(AMPC_OP_EQ, a, b); }
+
+static ampc_status scatter_reduce_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    ampc_tensor *idx = ad_saved(n, 0), *self = ad_saved(n, 1), *src = ad_saved(n, 2), *res = ad_saved(n, 3);
+    reduce_ctx c = {n->attrs.ints[0], n->attrs.ints[3] != 0, idx};
+    ampc_reduce_kind kind = (ampc_reduce_kind)n->attrs.ints[1];
+    bool incl = n->attrs.ints[2] != 0;
+    ampc_tensor *g = G, *gs = NULL, *gx = NULL;
+    if (!idx || !self || !src || !res || !g) goto done;
+    ampc_dtype dt = g->dtype;
+    /* 1 where no src value lands (self then passes through), 0 where one does */
+    ampc_tensor *miss = ad_cmps(AMPC_OP_EQ, spread(&c, full_like(self, 0), full_like(src, 1)), 0);
+    ampc_tensor *missf = ad_mask(miss, dt);
+    if (kind == AMPC_REDUCE_SUM) {
+        gs = incl ? ad_ref(g) : ad_mul(ad_ref(g), ad_ref(missf));
+        gx = take(&c, ad_ref(g));
+    } else if (kind == AMPC_REDUCE_MEAN) {
+        ampc_tensor *count = spread(&c, full_like(self, incl ? 1 : 0), full_like(src, 1));
+        ampc_tensor *one = ad_num(1.0, count);
+        count = count && one ? ad_release2(ampc_binary(AMPC_OP_MAXIMUM, count, one, ampc_scalar_none()), count, one)
+                             : ad_release2(NULL, count, one);
+        gs = incl ? ad_div(ad_ref(g), ad_ref(count)) : ad_mul(ad_ref(g), ad_ref(missf));
+        gx = take(&c, ad_div(ad_ref(g), count));
+    } else if (kind == AMPC_REDUCE_AMAX || kind == AMPC_REDUCE_AMIN) {
+        /* the grad is shared equally by every value equal to the result (ties) */
+        /* torch counts self's tie even without include_self (its grad is then masked out) */
+        ampc_tensor *self_is = ad_mask(eq(ad_ref(self), ad_ref(res)), dt);
+        ampc_tensor *src_is = ad_mask(eq(ad_ref(src), take(&c, ad_ref(res))), dt);
+        ampc_tensor *cnt = spread(&c, ad_ref(self_is), ad_ref(src_is));
+        ampc_tensor *one = ad_num(1.0, cnt);
+        ampc_tensor *cnt1 = cnt && one ? ampc_binary(AMPC_OP_MAXIMUM, cnt, one, ampc_scalar_none()) : NULL;
+        ad_release2(NULL, cnt, one);
+        gs = incl ? ad_div(ad_mul(ad_ref(g), self_is), ad_ref(cnt1)) : (ampc_tensor_decref(self_is), ad_mul(ad_ref(g), ad_ref(missf)));
+        gx = ad_mul(take(&c, ad_div(ad_ref(g), cnt1)), src_is);
+    } else { /* prod, with zeros handled as torch: a single zero gets the product of the others */
+        if (incl) {
+            ampc_tensor *self0 = ad_cmps(AMPC_OP_EQ, ad_ref(self), 0);
+            ampc_tensor *mself = ad_where(self0, full_like(self, 1), ad_ref(self));
+            ampc_tensor *msr = mself ? ampc_scatter_reduce(mself, c.d, idx, src, AMPC_REDUCE_PROD, true, c.index_form) : NULL;
+            gs = ad_div(ad_mul(ad_ref(g), msr), mself);
+        } else {
+            gs = ad_mul(ad_ref(g), ad_ref(missf));
+        }
+        ampc_tensor *src0 = ad_cmps(AMPC_OP_EQ, ad_ref(src), 0);
+        ampc_tensor *base = incl ? ad_mask(ad_cmps(AMPC_OP_EQ, ad_ref(self), 0), dt) : full_like(self, 0);
+        ampc_tensor *nz = spread(&c, base, ad_mask(ad_ref(src0), dt));
+        ampc_tensor *single = src0 ? ad_bin(AMPC_OP_LOGICAL_AND, ad_ref(src0), ad_cmps(AMPC_OP_EQ, take(&c, nz), 1)) : NULL;
+        ampc_tensor *msrc = single ? ad_where(ad_ref(single), full_like(src, 1), ad_ref(src)) : NULL;
+        ampc_tensor *msrc_res = msrc ? ampc_scatter_reduce(self, c.d, idx, msrc, AMPC_REDUCE_PROD, incl, c.index_form) : NULL;
+        ampc_tensor_decref(msrc);
+        ampc_tensor *a1 = take(&c, ad_mul(ad_ref(g), msrc_res));
+        ampc_tensor *a2 = ad_div(take(&c, ad_mul(ad_ref(g), ad_ref(res))), ad_where(src0, full_like(src, 1), ad_ref(src)));
+        gx = ad_where(single, a1, a2);
+    }
+    ampc_tensor_decref(missf);
+done:
+    if (n->needs_input_grad[0]) gi[0] = gs;
+    else ampc_tensor_decref(gs);
+    if (n->needs_input_grad[1]) gi[1] = gx;
+    else ampc_tensor_decref(gx);
+    ampc_tensor_decref(g);
+    ampc_tensor_decref(idx);
+    ampc_tensor_decref(self);
+    ampc_tensor_decref(src);
+    ampc_tensor_decref(res);
+    return ad_done(n, gi);
+}
+
+static const ampc_grad_rule scatter_reduce_rule = {"ScatterReduceBackward0", scatter_reduce_backward},
+                            index_reduce_rule = {"IndexReduceBackward0", scatter_reduce_backward};
+
 static const ampc_grad_rule tril_rule = {"TrilBackward0", tril_backward}, triu_rule = {"TriuBackward0", tril_backward},
                             flip_rule = {"FlipBackward0", flip_backward}, roll_rule = {"RollBackward0", roll_backward},
                             repeat_rule = {"RepeatBackward0", repeat_backward},
@@ -165,6 +264,8 @@ ampc_status ampc_ad_record_shape_op(ampc_op op, int n_inputs, const ampc_tensor 
     case AMPC_OP_SCATTER: rule = n_inputs > 1 ? &scatter_src_rule : &scatter_value_rule; break;
     case AMPC_OP_INDEX_COPY: rule = &index_copy_rule; break;
     case AMPC_OP_INDEX_FILL: rule = &index_fill_rule; break;
+    case AMPC_OP_SCATTER_REDUCE: rule = &scatter_reduce_rule; break;
+    case AMPC_OP_INDEX_REDUCE: rule = &index_reduce_rule; break;
     default: return ampc_set_error(AMPC_E_VALUE, "autograd: %s has no shape-op rule", ampc_op_name(op));
     }
     return ampc_autograd_record(rule, n_inputs, inputs, 1, &out, n_saved, saved, at) ? AMPC_OK : ampc_last_status();

@@ -11,8 +11,9 @@
  * gather form, the destination of a scatter form) seen as R = (nd, shape) with target_strides
  * (0 along `dim`); `index` (int64) is seen as R with index_strides; `other` is the output of a
  * gather form (contiguous, R's numel) or the values of a scatter form (already shaped R).
- * size/stride: the addressed dim of target. accumulate: add (scatter form) instead of store. */
-ampc_status ampc_index_run_one(ampc_op op, bool scatter, bool accumulate, const ampc_tensor *target,
+ * size/stride: the addressed dim of target. accumulate: add (scatter form) instead of store;
+ * reduce: an AMPC_SCATTER_REDUCE_* combine instead (scatter_reduce.h), 0 for none. */
+ampc_status ampc_index_run_one(ampc_op op, bool scatter, bool accumulate, int reduce, const ampc_tensor *target,
                                const ampc_tensor *other, int nd, const int64_t *shape, const int64_t *target_strides,
                                const ampc_tensor *index, const int64_t *index_strides, int dim, int64_t size,
                                int64_t stride, ampc_scalar alpha);

@@ -8,12 +8,15 @@
  * = a[mask] = source[:count], take = a.reshape(-1)[index], take_along_dim = gather over
  * broadcast shapes, put = index_put_ on a flat view; they record through those frontends.
  * Errors follow torch's types and messages (index_copy_: IndexError, scatter: RuntimeError). */
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "autograd.h"
 #include "derivatives.h"
 #include "index_internal.h"
 #include "ops.h"
+#include "scatter_reduce.h"
 
 static ampc_tensor *fail_drop(ampc_tensor *t) {
     ampc_tensor_decref(t);
@@ -47,19 +50,25 @@ static ampc_tensor *index_int64(const ampc_tensor *index, const ampc_tensor *dst
 
 /* Runs op's scatter form into `a` along d with the index seen as R (nd, shape) through
  * index_strides and the values `vals` (any strides, seen as R through vstrides). */
-static ampc_status scatter_run(ampc_op op, ampc_tensor *a, int d, const ampc_tensor *idx, const int64_t *index_strides,
-                               const ampc_tensor *vals, const int64_t *vstrides, int nd, const int64_t *shape) {
+static ampc_status scatter_run_as(ampc_op op, bool accumulate, int reduce, ampc_tensor *a, int d, const ampc_tensor *idx,
+                                  const int64_t *index_strides, const ampc_tensor *vals, const int64_t *vstrides, int nd,
+                                  const int64_t *shape) {
     int64_t a_shape[AMPC_MAX_DIMS], a_strides[AMPC_MAX_DIMS];
     nonempty_dims(a, a_shape, a_strides);
     int64_t size = a_shape[d], stride = a_strides[d];
     a_strides[d] = 0;
     ampc_tensor *v = ampc_as_strided(vals, nd, shape, vstrides, vals->offset);
-    ampc_status st = v ? ampc_index_run_one(op, true, false, a, v, nd, shape, a_strides, idx, index_strides, d, size,
-                                            stride, ampc_scalar_none())
+    ampc_status st = v ? ampc_index_run_one(op, true, accumulate, reduce, a, v, nd, shape, a_strides, idx, index_strides,
+                                            d, size, stride, ampc_scalar_none())
                        : ampc_last_status();
     ampc_tensor_decref(v);
     if (st == AMPC_OK) a->storage->version++;
     return st;
+}
+
+static ampc_status scatter_run(ampc_op op, ampc_tensor *a, int d, const ampc_tensor *idx, const int64_t *index_strides,
+                               const ampc_tensor *vals, const int64_t *vstrides, int nd, const int64_t *shape) {
+    return scatter_run_as(op, false, 0, a, d, idx, index_strides, vals, vstrides, nd, shape);
 }
 
 /* ---------------------------------------------------------------- scatter */
@@ -403,4 +412,161 @@ ampc_tensor *ampc_put(const ampc_tensor *a, const ampc_tensor *index, const ampc
     ampc_tensor *out = ampc_any_requires_grad(1, &a) ? ampc_ad_clone(a) : ampc_clone(a);
     if (out && ampc_put_(out, index, source, accumulate) != AMPC_OK) return fail_drop(out);
     return out;
+}
+
+/* ---------------------------------------------------------------- scatter_reduce / index_reduce
+ *
+ * One scatter form run per call: sum (and mean's sum) accumulates, prod/amax/amin combine
+ * (scatter_reduce.h). include_self=False first stores the reduction's identity at every target
+ * (scatter / index_fill of a value); mean then divides by the number of values each target got
+ * (plus one for self), floor division for integers (torch). index_form: index_reduce's layout
+ * (a vector index along dim, R = source.shape) instead of scatter's (R = index.shape). */
+
+static ampc_scalar reduce_identity(ampc_reduce_kind k, ampc_dtype dt) {
+    static const int64_t int_min[AMPC_NUM_DTYPES] = {[AMPC_INT64] = INT64_MIN, [AMPC_INT32] = INT32_MIN};
+    static const int64_t int_max[AMPC_NUM_DTYPES] = {[AMPC_INT64] = INT64_MAX, [AMPC_INT32] = INT32_MAX,
+                                                     [AMPC_UINT8] = 255, [AMPC_BOOL] = 1};
+    bool fl = ampc_dtype_is_floating(dt);
+    switch (k) {
+    case AMPC_REDUCE_PROD: return ampc_scalar_int(1);
+    case AMPC_REDUCE_AMAX: return fl ? ampc_scalar_float(-INFINITY) : ampc_scalar_int(int_min[dt]);
+    case AMPC_REDUCE_AMIN: return fl ? ampc_scalar_float(INFINITY) : ampc_scalar_int(int_max[dt]);
+    default: return ampc_scalar_int(0);
+    }
+}
+
+/* The checks and the geometry R of one call: idx (int64, owned), R's shape, the index's and the
+ * values' strides seen as R. */
+typedef struct reduce_plan {
+    int d, nd;
+    int64_t shape[AMPC_MAX_DIMS], istrides[AMPC_MAX_DIMS], vstrides[AMPC_MAX_DIMS];
+} reduce_plan;
+
+static ampc_status reduce_plan_build(const char *op, const ampc_tensor *a, int64_t dim, const ampc_tensor *index,
+                                     const ampc_tensor *src, bool index_form, reduce_plan *p) {
+    memset(p, 0, sizeof *p);
+    if (index_form) {
+        AMPC_TRY(vector_index(op, a, dim, index, &p->d, false));
+    } else {
+        AMPC_TRY(ampc_wrap_dim(op, dim, a->ndim > 0 ? a->ndim : 1, &p->d));
+        if (index->dtype != AMPC_INT64) return ampc_set_error(AMPC_E_RUNTIME, "%s: Expected dtype int64 for index", op);
+    }
+    if (src->dtype != a->dtype)
+        return ampc_set_error(AMPC_E_RUNTIME, "%s: Expected self.dtype to be equal to src.dtype", op);
+    int64_t a_shape[AMPC_MAX_DIMS], a_strides[AMPC_MAX_DIMS], s_shape[AMPC_MAX_DIMS];
+    int nd = p->nd = nonempty_dims(a, a_shape, a_strides), d = p->d;
+    if (nonempty_dims(src, s_shape, p->vstrides) != nd)
+        return ampc_set_error(AMPC_E_RUNTIME, "%s: Index tensor must have the same number of dimensions as src tensor", op);
+    if (index_form) {
+        for (int i = 0; i < nd; i++)
+            if (i != d && s_shape[i] != a_shape[i]) {
+                char s1[160], s2[160];
+                return ampc_set_error(AMPC_E_RUNTIME, "%s: source tensor shape must match self tensor shape, excluding the "
+                                      "specified dimension. Got self.shape = %s source.shape = %s", op,
+                                      ampc_shape_str(nd, a_shape, s1, sizeof s1), ampc_shape_str(nd, s_shape, s2, sizeof s2));
+            }
+        if (ampc_numel(index) != s_shape[d])
+            return ampc_set_error(AMPC_E_RUNTIME, "%s: Number of indices (%lld) should be equal to source.size(dim) (%lld)",
+                                  op, (long long)ampc_numel(index), (long long)s_shape[d]);
+        memcpy(p->shape, s_shape, sizeof p->shape);
+        p->istrides[d] = index->ndim ? index->strides[0] : 0;
+        return AMPC_OK;
+    }
+    if (nonempty_dims(index, p->shape, p->istrides) != nd)
+        return ampc_set_error(AMPC_E_RUNTIME, "%s: Index tensor must have the same number of dimensions as self tensor", op);
+    for (int i = 0; i < nd; i++)
+        if (p->shape[i] > s_shape[i] || (i != d && p->shape[i] > a_shape[i])) {
+            char si[160], sa[160], ss[160];
+            return ampc_set_error(AMPC_E_RUNTIME, "%s: Expected index %s to be no larger than self %s apart from dimension "
+                                  "%d and to be no larger size than src %s", op, ampc_shape_str(nd, p->shape, si, sizeof si),
+                                  ampc_shape_str(nd, a_shape, sa, sizeof sa), d, ampc_shape_str(nd, s_shape, ss, sizeof ss));
+        }
+    return AMPC_OK;
+}
+
+/* a.scatter_reduce_(...) / a.index_reduce_(...) without autograd */
+static ampc_status reduce_into(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                               ampc_reduce_kind kind, bool include_self, bool index_form) {
+    const char *name = index_form ? "index_reduce_()" : "scatter_reduce()";
+    ampc_op op = index_form ? AMPC_OP_INDEX_REDUCE : AMPC_OP_SCATTER_REDUCE;
+    reduce_plan p;
+    AMPC_TRY(reduce_plan_build(name, a, dim, index, src, index_form, &p));
+    if (index_form && !include_self && a->dtype == AMPC_BOOL)
+        return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"index_reduce_func_exclude_input_init\" not implemented for 'Bool'");
+    if (ampc_numel(index) == 0 || ampc_numel(a) == 0) return AMPC_OK;
+    AMPC_TRY(ampc_check_writable_once(a));
+    ampc_tensor *idx = index_int64(index, a), *vals = unaliased(src, a);
+    ampc_status st = idx && vals ? AMPC_OK : ampc_last_status();
+    if (st == AMPC_OK && !include_self) {
+        ampc_scalar id = reduce_identity(kind, a->dtype);
+        st = index_form ? index_write(a, dim, idx, NULL, id) : scatter_into(a, dim, idx, NULL, id);
+    }
+    if (st == AMPC_OK) {
+        if (!index_form) nonempty_dims(idx, p.shape, p.istrides); /* idx may be a copy */
+        else p.istrides[p.d] = idx->ndim ? idx->strides[0] : 0;
+        nonempty_dims(vals, (int64_t[AMPC_MAX_DIMS]){0}, p.vstrides);
+        bool sum = kind == AMPC_REDUCE_SUM || kind == AMPC_REDUCE_MEAN;
+        int mode = kind == AMPC_REDUCE_PROD ? AMPC_SCATTER_REDUCE_PROD : kind == AMPC_REDUCE_AMAX ? AMPC_SCATTER_REDUCE_AMAX
+                 : kind == AMPC_REDUCE_AMIN ? AMPC_SCATTER_REDUCE_AMIN : AMPC_SCATTER_REDUCE_NONE;
+        st = scatter_run_as(op, sum, sum ? 0 : mode, a, p.d, idx, p.istrides, vals, p.vstrides, p.nd, p.shape);
+    }
+    if (st == AMPC_OK && kind == AMPC_REDUCE_MEAN) { /* a /= max(count, 1) */
+        ampc_tensor *count = ampc_full(a->ndim, a->shape, ampc_scalar_int(include_self ? 1 : 0), a->dtype, a->device);
+        ampc_tensor *one = ampc_full(0, NULL, ampc_scalar_int(1), a->dtype, a->device);
+        int64_t zeros[AMPC_MAX_DIMS] = {0};
+        st = count && one ? scatter_run_as(op, true, 0, count, p.d, idx, p.istrides, one, zeros, p.nd, p.shape)
+                          : ampc_last_status();
+        ampc_tensor *lo = st == AMPC_OK ? ampc_wrap_scalar(ampc_scalar_int(1), a->device) : NULL;
+        ampc_tensor *c1 = lo ? ampc_binary(AMPC_OP_MAXIMUM, count, lo, ampc_scalar_none()) : NULL;
+        ampc_tensor *q = !c1 ? NULL : ampc_dtype_is_floating(a->dtype) ? ampc_binary(AMPC_OP_DIV, a, c1, ampc_scalar_none())
+                                                                     : ampc_div_mode(a, c1, 2);
+        if (st == AMPC_OK) st = q ? ampc_copy_(a, q) : ampc_last_status();
+        ampc_tensor_decref(count);
+        ampc_tensor_decref(one);
+        ampc_tensor_decref(lo);
+        ampc_tensor_decref(c1);
+        ampc_tensor_decref(q);
+    }
+    ampc_tensor_decref(idx);
+    ampc_tensor_decref(vals);
+    return st;
+}
+
+ampc_tensor *ampc_scatter_reduce(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                                 ampc_reduce_kind kind, bool include_self, bool index_form) {
+    const ampc_tensor *ins[2] = {a, src};
+    bool grad = ampc_any_requires_grad(2, ins);
+    ampc_tensor *out;
+    ampc_status st;
+    bool prev = ampc_grad_mode_pause();
+    out = ampc_clone(a);
+    st = out ? reduce_into(out, dim, index, src, kind, include_self, index_form) : ampc_last_status();
+    ampc_grad_mode_restore(prev);
+    if (st != AMPC_OK) return fail_drop(out);
+    if (!grad) return out;
+    int d;
+    ampc_wrap_dim("scatter_reduce", dim, a->ndim > 0 ? a->ndim : 1, &d);
+    ampc_node_attrs at = {0};
+    at.ints[0] = d, at.ints[1] = kind, at.ints[2] = include_self, at.ints[3] = index_form, at.n_ints = 4;
+    const ampc_tensor *saved[4] = {index, a, src, out};
+    ampc_op op = index_form ? AMPC_OP_INDEX_REDUCE : AMPC_OP_SCATTER_REDUCE;
+    return ad_recorded(out, ampc_ad_record_shape_op(op, 2, ins, out, 4, saved, &at));
+}
+
+ampc_status ampc_scatter_reduce_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                                 ampc_reduce_kind kind, bool include_self, bool index_form) {
+    const ampc_tensor *ins[2] = {a, src};
+    if (!ampc_any_requires_grad(2, ins)) {
+        AMPC_TRY(ampc_autograd_check_inplace(a));
+        return reduce_into(a, dim, index, src, kind, include_self, index_form);
+    }
+    /* with autograd: the out-of-place result of a clone (its node saves the clone, which the copy
+     * below does not modify) copied into a */
+    AMPC_TRY(ampc_autograd_check_inplace(a));
+    ampc_tensor *c = ampc_ad_clone(a);
+    ampc_tensor *r = c ? ampc_scatter_reduce(c, dim, index, src, kind, include_self, index_form) : NULL;
+    ampc_tensor_decref(c);
+    ampc_status st = r ? ampc_copy_(a, r) : ampc_last_status();
+    ampc_tensor_decref(r);
+    return st;
 }

@@ -169,6 +169,12 @@ ampc_tensor *ampc_take(const ampc_tensor *a, const ampc_tensor *index);
 ampc_tensor *ampc_take_along_dim(const ampc_tensor *a, const ampc_tensor *indices, bool has_dim, int64_t dim);
 ampc_tensor *ampc_put(const ampc_tensor *a, const ampc_tensor *index, const ampc_tensor *source, bool accumulate);
 ampc_status ampc_put_(ampc_tensor *a, const ampc_tensor *index, const ampc_tensor *source, bool accumulate);
+/* scatter_reduce (index_form false) and index_reduce (true: a vector index along dim, as index_copy) */
+typedef enum ampc_reduce_kind { AMPC_REDUCE_SUM, AMPC_REDUCE_PROD, AMPC_REDUCE_MEAN, AMPC_REDUCE_AMAX, AMPC_REDUCE_AMIN } ampc_reduce_kind;
+ampc_tensor *ampc_scatter_reduce(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                                 ampc_reduce_kind kind, bool include_self, bool index_form);
+ampc_status ampc_scatter_reduce_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                                 ampc_reduce_kind kind, bool include_self, bool index_form);
 
 /* ---- creation helpers that run kernels (creation.c) ---- */
 ampc_tensor *ampc_arange(double start, double end, double step, ampc_dtype dtype, ampc_device dev);

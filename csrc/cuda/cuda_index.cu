@@ -20,6 +20,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "../core/index_bounds.h"
+#include "../core/scatter_reduce.h"
 #include "../core/kernel_args.h"
 #include <type_traits>
 
@@ -213,6 +214,53 @@ template <typename T> struct accumulate_into {
     }
 };
 
+/* scatter_reduce / index_reduce: *p = combine(*p, v) (core/scatter_reduce.h) by compare-and-swap
+ * on the aligned word holding *p (2- and 1-byte items share a 32-bit word with neighbours). */
+template <typename T> __device__ __forceinline__ T reduce_combine(int r, T a, T b) {
+    if constexpr (std::is_same<T, double>::value) return ampc_convert<T>(ampc_scatter_combine_f(r, ampc_convert<double>(a), ampc_convert<double>(b)));
+    else if constexpr (std::is_same<T, float>::value || std::is_same<T, __half>::value ||
+                       std::is_same<T, __nv_bfloat16>::value)
+        return ampc_convert<T>(ampc_scatter_combine_f32(r, ampc_convert<float>(a), ampc_convert<float>(b)));
+    else return ampc_convert<T>(ampc_scatter_combine_i(r, ampc_convert<int64_t>(a), ampc_convert<int64_t>(b)));
+}
+template <typename T, typename W> __device__ __forceinline__ void atomic_combine_word(T *p, T v, int r) {
+    /* W: the CAS word type; T sits at byte `shift / 8` of it */
+    W *word = (W *)((uintptr_t)p & ~(uintptr_t)(sizeof(W) - 1));
+    unsigned int shift = (unsigned int)((uintptr_t)p & (sizeof(W) - 1)) * 8u;
+    W mask = sizeof(T) == sizeof(W) ? (W)~(W)0 : (W)((((W)1 << (8 * sizeof(T))) - 1) << shift);
+    W old = *word, assumed;
+    do {
+        assumed = old;
+        T cur;
+        W bits = (assumed & mask) >> shift;
+        memcpy(&cur, &bits, sizeof(T));
+        T next = reduce_combine<T>(r, cur, v);
+        W nb = 0;
+        memcpy(&nb, &next, sizeof(T));
+        W upd = (assumed & ~mask) | ((nb << shift) & mask);
+        old = atomicCAS(word, assumed, upd);
+    } while (old != assumed);
+}
+template <typename T> __device__ __forceinline__ void atomic_combine(T *p, T v, int r) {
+    if constexpr (sizeof(T) == 8) atomic_combine_word<T, unsigned long long>(p, v, r);
+    else if constexpr (sizeof(T) == 4 || sizeof(T) == 2) atomic_combine_word<T, unsigned int>(p, v, r);
+    else {
+        int64_t b = ampc_convert<int64_t>(v);
+        atomic_update_byte((uint8_t *)p, [b, r](unsigned int old) {
+            T cur = ampc_convert<T>((int64_t)old);
+            return (unsigned int)(uint8_t)ampc_convert<int64_t>(reduce_combine<T>(r, cur, ampc_convert<T>(b)));
+        });
+    }
+}
+template <typename T> struct reduce_into {
+    T *out;
+    const T *values;
+    int reduce;
+    __device__ void operator()(const int64_t *off, int64_t extra) const {
+        atomic_combine(out + off[0] + extra, values[off[1]], reduce);
+    }
+};
+
 /* Launches index_kernel over g with f, the index type chosen by the iteration size (F spelled
  * out: launchers that take the kernel's address, the emulator's among them, cannot deduce it). */
 #define LAUNCH_INDEX_KERNEL(g, stream, f, err, op)                                                             \
@@ -244,7 +292,7 @@ static ampc_status cuda_gather_form(ampc_op op, const ampc_gather_args *p) {
     return AMPC_OK;
 }
 
-/* SCATTER_ADD, INDEX_ADD, INDEX_PUT, SCATTER, INDEX_COPY, INDEX_FILL */
+/* SCATTER_ADD, INDEX_ADD, INDEX_PUT, SCATTER, INDEX_COPY, INDEX_FILL, SCATTER_REDUCE, INDEX_REDUCE */
 static ampc_status cuda_scatter_form(ampc_op op, const ampc_scatter_args *p) {
     ampc_tensor *out = p->dst;
     ampc_dtype dt = out->dtype;
@@ -255,6 +303,14 @@ static ampc_status cuda_scatter_form(ampc_op op, const ampc_scatter_args *p) {
     ampc_cuda_guard guard(out);
     cudaStream_t stream = ampc_cuda_stream_of(out);
     int *err = ampc_cuda_error_word((int)out->device.index);
+    if (p->reduce != AMPC_SCATTER_REDUCE_NONE) {
+        AMPC_CUDA_SWITCH_ALL(dt, ampc_op_name(op), {
+            reduce_into<scalar_t> f = {(scalar_t *)ampc_data_ptr(out), (const scalar_t *)ampc_data_ptr(p->values),
+                                       p->reduce};
+            LAUNCH_INDEX_KERNEL(g, stream, f, err, (int)op);
+        })
+        return AMPC_OK;
+    }
     bool accumulate = p->accumulate; /* false: scatter, index_copy/fill, index_put */
     if (!accumulate) {
         AMPC_CUDA_SWITCH_BITS(dt, ampc_op_name(op), {

@@ -209,9 +209,14 @@ static PyObject *scatter_impl(PyObject *self, PyObject *args, PyObject *kwargs, 
             PyErr_SetString(PyExc_RuntimeError, "reduce argument must be either add or multiply.");
             return NULL;
         }
-        if (!strcmp(red, "multiply")) {
-            PyErr_Format(PyExc_NotImplementedError, "%s(): reduce='multiply' is not supported by ampc yet", op);
-            return NULL;
+        if (!strcmp(red, "multiply")) { /* scatter_reduce(prod, include_self=True) of src or the value */
+            ampc_tensor *vals = src ? (ampc_tensor_incref(src), src)
+                                    : ampc_full(index->ndim, index->shape, value, a->dtype, a->device);
+            if (!vals) return ampc_py_raise();
+            PyObject *r = in_place ? self_back(self, ampc_scatter_reduce_(a, dim, index, vals, AMPC_REDUCE_PROD, true, false))
+                                   : ampc_py_wrap(ampc_scatter_reduce(a, dim, index, vals, AMPC_REDUCE_PROD, true, false));
+            ampc_tensor_decref(vals);
+            return r;
         }
         /* add: scatter_add of src, or of the value broadcast to the index's shape */
         ampc_tensor *vals = src ? (ampc_tensor_incref(src), src) : ampc_full(index->ndim, index->shape, value, a->dtype, a->device);
@@ -268,6 +273,41 @@ static PyObject *index_fill_impl(PyObject *self, PyObject *args, PyObject *kwarg
 }
 static PyObject *t_index_fill(PyObject *s, PyObject *a, PyObject *k) { return index_fill_impl(s, a, k, false); }
 static PyObject *t_index_fill_(PyObject *s, PyObject *a, PyObject *k) { return index_fill_impl(s, a, k, true); }
+
+/* scatter_reduce(dim, index, src, reduce, *, include_self=True), index_reduce(dim, index, source,
+ * reduce, *, include_self=True) and their in-place forms */
+static PyObject *reduce_impl(PyObject *self, PyObject *args, PyObject *kwargs, bool index_form, bool in_place) {
+    static char *kw_s[] = {"dim", "index", "src", "reduce", "include_self", NULL};
+    static char *kw_i[] = {"dim", "index", "source", "reduce", "include_self", NULL};
+    const char *op = index_form ? (in_place ? "index_reduce_" : "index_reduce") : (in_place ? "scatter_reduce_" : "scatter_reduce");
+    PyObject *d_o, *i_o, *s_o;
+    const char *red;
+    int incl = 1;
+    int64_t dim;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOs|$p", index_form ? kw_i : kw_s, &d_o, &i_o, &s_o, &red, &incl) ||
+        pint(d_o, &dim, op, "dim") < 0)
+        return NULL;
+    static const char *const names[] = {"sum", "prod", "mean", "amax", "amin"};
+    int kind = -1;
+    for (int k = index_form ? 1 : 0; k < 5; k++)
+        if (!strcmp(red, names[k])) kind = k;
+    if (kind < 0) {
+        if (index_form)
+            PyErr_Format(PyExc_RuntimeError, "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but "
+                         "got %s.", red);
+        else
+            PyErr_Format(PyExc_RuntimeError, "reduce argument must be either sum, prod, mean, amax or amin, got %s", red);
+        return NULL;
+    }
+    ampc_tensor *index = ampc_py_unwrap(i_o, op, "index"), *src = index ? ampc_py_unwrap(s_o, op, index_form ? "source" : "src") : NULL;
+    if (!src) return NULL;
+    if (in_place) return self_back(self, ampc_scatter_reduce_(SELF_T(self), dim, index, src, (ampc_reduce_kind)kind, incl, index_form));
+    return ampc_py_wrap(ampc_scatter_reduce(SELF_T(self), dim, index, src, (ampc_reduce_kind)kind, incl, index_form));
+}
+static PyObject *t_scatter_reduce(PyObject *s, PyObject *a, PyObject *k) { return reduce_impl(s, a, k, false, false); }
+static PyObject *t_scatter_reduce_(PyObject *s, PyObject *a, PyObject *k) { return reduce_impl(s, a, k, false, true); }
+static PyObject *t_index_reduce(PyObject *s, PyObject *a, PyObject *k) { return reduce_impl(s, a, k, true, false); }
+static PyObject *t_index_reduce_(PyObject *s, PyObject *a, PyObject *k) { return reduce_impl(s, a, k, true, true); }
 
 /* ------------------------------------------------------------------ masks, take, put */
 
@@ -487,6 +527,8 @@ static PyObject *f_triu_indices(PyObject *u, PyObject *a, PyObject *k) { return 
     X(roll, "roll(shifts, dims=None)") X(rot90, "rot90(k=1, dims=(0, 1))") X(tile, "tile(dims)")             \
     X(scatter, "scatter(dim, index, src|value, *, reduce=None)")                                             \
     X(index_copy, "index_copy(dim, index, source)") X(index_fill, "index_fill(dim, index, value)")            \
+    X(scatter_reduce, "scatter_reduce(dim, index, src, reduce, *, include_self=True)")                       \
+    X(index_reduce, "index_reduce(dim, index, source, reduce, *, include_self=True)")                        \
     X(masked_select, "masked_select(mask, *, out=None)") X(masked_scatter, "masked_scatter(mask, source)")    \
     X(take, "take(index, *, out=None)") X(take_along_dim, "take_along_dim(indices, dim=None, *, out=None)")   \
     X(diagonal, "diagonal(offset=0, dim1=0, dim2=1): a view") X(diag, "diag(diagonal=0, *, out=None)")       \
@@ -510,6 +552,8 @@ PyMethodDef ampc_py_tensor_methods_shape[] = {
     {"scatter_", METHOD(t_scatter_), VA, "scatter_(dim, index, src|value, *, reduce=None)"},
     {"index_copy_", METHOD(t_index_copy_), VA, "index_copy_(dim, index, source)"},
     {"index_fill_", METHOD(t_index_fill_), VA, "index_fill_(dim, index, value)"},
+    {"scatter_reduce_", METHOD(t_scatter_reduce_), VA, "scatter_reduce_(dim, index, src, reduce, *, include_self=True)"},
+    {"index_reduce_", METHOD(t_index_reduce_), VA, "index_reduce_(dim, index, source, reduce, *, include_self=True)"},
     {"masked_scatter_", METHOD(t_masked_scatter_), VA, "masked_scatter_(mask, source)"},
     {"put_", METHOD(t_put_), VA, "put_(index, source, accumulate=False)"},
     {"as_strided_", METHOD(t_as_strided_), VA, "as_strided_(size, stride, storage_offset=None)"},

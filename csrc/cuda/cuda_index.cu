@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "cuda_common.cuh"
+#include "cuda_scatter_reduce.cuh"
 
 #define MAX_INDEX_TENSORS AMPC_MAX_INDEX_TENSORS
 #define INDEX_OPERANDS (2 + MAX_INDEX_TENSORS) /* out, in, the k indices */
@@ -211,53 +212,6 @@ template <typename T> struct accumulate_into {
     index_alpha alpha;
     __device__ void operator()(const int64_t *off, int64_t extra) const {
         atomic_accumulate(out + off[0] + extra, values[off[1]], alpha);
-    }
-};
-
-/* scatter_reduce / index_reduce: *p = combine(*p, v) (core/scatter_reduce.h) by compare-and-swap
- * on the aligned word holding *p (2- and 1-byte items share a 32-bit word with neighbours). */
-template <typename T> __device__ __forceinline__ T reduce_combine(int r, T a, T b) {
-    if constexpr (std::is_same<T, double>::value) return ampc_convert<T>(ampc_scatter_combine_f(r, ampc_convert<double>(a), ampc_convert<double>(b)));
-    else if constexpr (std::is_same<T, float>::value || std::is_same<T, __half>::value ||
-                       std::is_same<T, __nv_bfloat16>::value)
-        return ampc_convert<T>(ampc_scatter_combine_f32(r, ampc_convert<float>(a), ampc_convert<float>(b)));
-    else return ampc_convert<T>(ampc_scatter_combine_i(r, ampc_convert<int64_t>(a), ampc_convert<int64_t>(b)));
-}
-template <typename T, typename W> __device__ __forceinline__ void atomic_combine_word(T *p, T v, int r) {
-    /* W: the CAS word type; T sits at byte `shift / 8` of it */
-    W *word = (W *)((uintptr_t)p & ~(uintptr_t)(sizeof(W) - 1));
-    unsigned int shift = (unsigned int)((uintptr_t)p & (sizeof(W) - 1)) * 8u;
-    W mask = sizeof(T) == sizeof(W) ? (W)~(W)0 : (W)((((W)1 << (8 * sizeof(T))) - 1) << shift);
-    W old = *word, assumed;
-    do {
-        assumed = old;
-        T cur;
-        W bits = (assumed & mask) >> shift;
-        memcpy(&cur, &bits, sizeof(T));
-        T next = reduce_combine<T>(r, cur, v);
-        W nb = 0;
-        memcpy(&nb, &next, sizeof(T));
-        W upd = (assumed & ~mask) | ((nb << shift) & mask);
-        old = atomicCAS(word, assumed, upd);
-    } while (old != assumed);
-}
-template <typename T> __device__ __forceinline__ void atomic_combine(T *p, T v, int r) {
-    if constexpr (sizeof(T) == 8) atomic_combine_word<T, unsigned long long>(p, v, r);
-    else if constexpr (sizeof(T) == 4 || sizeof(T) == 2) atomic_combine_word<T, unsigned int>(p, v, r);
-    else {
-        int64_t b = ampc_convert<int64_t>(v);
-        atomic_update_byte((uint8_t *)p, [b, r](unsigned int old) {
-            T cur = ampc_convert<T>((int64_t)old);
-            return (unsigned int)(uint8_t)ampc_convert<int64_t>(reduce_combine<T>(r, cur, ampc_convert<T>(b)));
-        });
-    }
-}
-template <typename T> struct reduce_into {
-    T *out;
-    const T *values;
-    int reduce;
-    __device__ void operator()(const int64_t *off, int64_t extra) const {
-        atomic_combine(out + off[0] + extra, values[off[1]], reduce);
     }
 };
 

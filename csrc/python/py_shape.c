@@ -162,23 +162,6 @@ static PyObject *t_repeat_interleave(PyObject *self, PyObject *args, PyObject *k
     return ampc_py_wrap(ampc_repeat_interleave(SELF_T(self), reps, rep, given(d_o), dim, output_size));
 }
 
-/* ampc.repeat_interleave(input, repeats, dim=None, *, output_size=None) or (repeats) alone */
-static PyObject *f_repeat_interleave(PyObject *unused, PyObject *args, PyObject *kwargs) {
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
-    bool has_repeats_kw = kwargs && PyDict_GetItemString(kwargs, "repeats");
-    if (n == 1 && !has_repeats_kw) {
-        KW("input", "output_size");
-        PyObject *r_o, *os_o = NULL;
-        int64_t output_size = -1;
-        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:repeat_interleave", kwlist, &r_o, &os_o) ||
-            pint(os_o, &output_size, "repeat_interleave", "output_size") < 0)
-            return NULL;
-        ampc_tensor *r = ampc_py_unwrap(r_o, "repeat_interleave", "repeats");
-        return r ? ampc_py_wrap(ampc_repeat_interleave(NULL, r, 0, false, 0, output_size)) : NULL;
-    }
-    return NULL; /* replaced below by the generic forwarder */
-}
-
 /* ------------------------------------------------------------------ scatter / index_copy / index_fill */
 
 static PyObject *scatter_impl(PyObject *self, PyObject *args, PyObject *kwargs, bool in_place) {
@@ -591,10 +574,18 @@ static PyObject *call_method(PyObject *args, PyObject *kwargs, const char *op,
     }
 SHAPE_OPS(FORWARD)
 
+/* ampc.repeat_interleave(input, repeats, dim=None, *, output_size=None), or (repeats) alone */
 static PyObject *f_repeat_interleave_any(PyObject *unused, PyObject *args, PyObject *kwargs) {
-    bool one_arg = PyTuple_GET_SIZE(args) == 1 && !(kwargs && PyDict_GetItemString(kwargs, "repeats"));
-    if (one_arg) return f_repeat_interleave(unused, args, kwargs);
-    return call_method(args, kwargs, "repeat_interleave", t_repeat_interleave);
+    if (PyTuple_GET_SIZE(args) != 1 || (kwargs && PyDict_GetItemString(kwargs, "repeats")))
+        return call_method(args, kwargs, "repeat_interleave", t_repeat_interleave);
+    KW("input", "output_size");
+    PyObject *r_o, *os_o = NULL;
+    int64_t output_size = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:repeat_interleave", kwlist, &r_o, &os_o) ||
+        pint(os_o, &output_size, "repeat_interleave", "output_size") < 0)
+        return NULL;
+    ampc_tensor *r = ampc_py_unwrap(r_o, "repeat_interleave", "repeats");
+    return r ? ampc_py_wrap(ampc_repeat_interleave(NULL, r, 0, false, 0, output_size)) : NULL;
 }
 
 #define FUNCTION_ENTRY(name, doc) {#name, METHOD(f_##name), VA, doc},

@@ -106,8 +106,8 @@ def small(shape, dtype, seed=0):
 def test_shape_scatter_reduce(cuda, dtype, reduce):
     """the reduce combines run as compare-and-swap atomics on the GPU (1-, 2-, 4- and 8-byte
     items); small integer values make every order of combination exact, so bits agree"""
-    if dtype == ampc.bool and reduce in ("sum", "prod", "mean"):
-        return
+    if dtype == ampc.bool and reduce == "mean":
+        return  # refused on every device (test_shape_ops)
     x, s = small((3, 6), dtype), small((3, 5), dtype, seed=1)
     i = [[0, 0, 5, 1, 0], [2, 2, 2, 2, 2], [1, 3, 3, 1, 4]]
     for incl in (True, False):

@@ -491,6 +491,8 @@ static ampc_status reduce_into(ampc_tensor *a, int64_t dim, const ampc_tensor *i
     ampc_op op = index_form ? AMPC_OP_INDEX_REDUCE : AMPC_OP_SCATTER_REDUCE;
     reduce_plan p;
     AMPC_TRY(reduce_plan_build(name, a, dim, index, src, index_form, &p));
+    if (kind == AMPC_REDUCE_MEAN && a->dtype == AMPC_BOOL)
+        return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
     if (index_form && !include_self && a->dtype == AMPC_BOOL)
         return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"index_reduce_func_exclude_input_init\" not implemented for 'Bool'");
     if (ampc_numel(index) == 0 || ampc_numel(a) == 0) return AMPC_OK;

@@ -717,7 +717,10 @@ int ampc_autograd_visit_owned_ctxs(const ampc_tensor *t, ampc_hook_fn hook_fn, i
     int r = t->autograd_meta ? visit_hook_ctxs(t->autograd_meta->hooks, hook_fn, visit, arg) : 0;
     const ampc_node *n = t->grad_fn;
     if (r || !n || n->refcount != 1) return r;
-    if (n->ctx && (r = visit(n->ctx, arg))) return r;
+    /* CopySlices and the AsStridedBackward0 of its view keep a C struct (copy_slices_ctx) in
+     * ctx: only a custom Function's ctx is the binding's object */
+    bool core_ctx = n->rule == &copy_slices_rule || n->rule == &as_strided_rule;
+    if (n->ctx && !core_ctx && (r = visit(n->ctx, arg))) return r;
     return visit_hook_ctxs(n->hooks, hook_fn, visit, arg);
 }
 

@@ -85,6 +85,10 @@ ampc_status ampc_ad_record_stack(int n, const ampc_tensor *const *ts, int64_t di
 /* split / split_with_sizes / chunk (pieces along dim) and unbind (selects along dim) */
 ampc_status ampc_ad_record_split(const ampc_tensor *a, int64_t dim, bool unbind, int64_t n, ampc_tensor *const *outs);
 
+/* shape and index ops of issue 12 (derivatives_shape_ops.c): the node of op (TRIL ... INDEX_FILL)
+ * with op's attributes (see each frontend); saved: the index of scatter/index_copy/index_fill */
+ampc_status ampc_ad_record_shape_op(ampc_op op, int n_inputs, const ampc_tensor *const *inputs, ampc_tensor *out,
+                                    int n_saved, const ampc_tensor *const *saved, const ampc_node_attrs *at);
 /* views and copies (derivatives_shape.c) */
 typedef enum ampc_ad_view_kind {
     AMPC_AD_VIEW,         /* view / reshape as a view / flatten: ViewBackward0 */

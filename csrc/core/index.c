@@ -31,6 +31,7 @@
 #include "autocast.h"
 #include "autograd.h"
 #include "derivatives.h"
+#include "index_internal.h"
 #include "kernel_args.h"
 #include "ops.h"
 
@@ -76,7 +77,7 @@ static ampc_tensor *unaliased(const ampc_tensor *t, const ampc_tensor *dst) {
 
 static ampc_status dispatch_index(ampc_op op, ampc_tensor *out0, const ampc_tensor *in0, int k,
                                   ampc_tensor *const *index_r, const int64_t *size, const int64_t *stride,
-                                  const int *dim, bool accumulate, ampc_scalar alpha) {
+                                  const int *dim, bool accumulate, ampc_scalar alpha, int reduce) {
     /* The kernels' contract, checked once for every backend: one dtype for the data, at most
      * MAX_INDEX_TENSORS indices, all int64 (index_as_int64). */
     bool gather = op == AMPC_OP_INDEX_SELECT || op == AMPC_OP_GATHER || op == AMPC_OP_INDEX;
@@ -105,7 +106,7 @@ static ampc_status dispatch_index(ampc_op op, ampc_tensor *out0, const ampc_tens
     }
     ampc_scatter_args sc = {.dst = out0, .values = in0, .index0 = idx[0], .index1 = idx[1], .index2 = idx[2],
                             .index3 = idx[3], .index4 = idx[4], .n_indices = k, .accumulate = accumulate,
-                            .alpha = alpha};
+                            .alpha = alpha, .reduce = reduce};
     memcpy(sc.dims, dims, sizeof dims);
     return ampc_dispatch_scatter(op, &sc);
 }
@@ -118,6 +119,14 @@ static ampc_status run_one_index(ampc_op op, bool scatter, const ampc_tensor *ta
                                  int nd, const int64_t *shape, const int64_t *target_strides,
                                  const ampc_tensor *index, const int64_t *index_strides, int dim,
                                  int64_t size, int64_t stride, ampc_scalar alpha) {
+    return ampc_index_run_one(op, scatter, true, 0, target, other, nd, shape, target_strides, index, index_strides,
+                              dim, size, stride, alpha);
+}
+
+ampc_status ampc_index_run_one(ampc_op op, bool scatter, bool accumulate, int reduce, const ampc_tensor *target,
+                               const ampc_tensor *other, int nd, const int64_t *shape, const int64_t *target_strides,
+                               const ampc_tensor *index, const int64_t *index_strides, int dim, int64_t size,
+                               int64_t stride, ampc_scalar alpha) {
     int64_t out_strides[AMPC_MAX_DIMS];
     ampc_contiguous_strides(nd, shape, out_strides);
     ampc_tensor *target_r = restride(target, nd, shape, target_strides);
@@ -125,8 +134,8 @@ static ampc_status run_one_index(ampc_op op, bool scatter, const ampc_tensor *ta
     ampc_tensor *other_r = scatter ? restride(other, nd, shape, other->strides) : restride(other, nd, shape, out_strides);
     ampc_status st = ampc_last_status();
     if (target_r && index_r && other_r)
-        st = scatter ? dispatch_index(op, target_r, other_r, 1, &index_r, &size, &stride, &dim, true, alpha)
-                     : dispatch_index(op, other_r, target_r, 1, &index_r, &size, &stride, &dim, false, alpha);
+        st = scatter ? dispatch_index(op, target_r, other_r, 1, &index_r, &size, &stride, &dim, accumulate, alpha, reduce)
+                     : dispatch_index(op, other_r, target_r, 1, &index_r, &size, &stride, &dim, false, alpha, 0);
     ampc_tensor_decref(target_r);
     ampc_tensor_decref(index_r);
     ampc_tensor_decref(other_r);
@@ -590,7 +599,7 @@ static ampc_status plan_dispatch(ampc_op op, const index_plan *p, ampc_tensor *o
         stride[j] = p->view->strides[p->dim[j]];
     }
     if (st == AMPC_OK)
-        st = dispatch_index(op, out0, in0, p->k, index_r, size, stride, p->dim, accumulate, ampc_scalar_none());
+        st = dispatch_index(op, out0, in0, p->k, index_r, size, stride, p->dim, accumulate, ampc_scalar_none(), 0);
     for (int j = 0; j < p->k; j++) ampc_tensor_decref(index_r[j]);
     return st;
 }

@@ -123,6 +123,59 @@ ampc_tensor **ampc_chunk(const ampc_tensor *a, int64_t chunks, int64_t dim, int6
 ampc_tensor **ampc_unbind(const ampc_tensor *a, int64_t dim, int64_t *n);
 void ampc_tensor_list_free(ampc_tensor **list, int64_t n);
 
+/* ---- shape and index ops (issue 12): shape_ops.c, shape_views.c, index_ops.c ---- */
+ampc_tensor *ampc_tril(const ampc_tensor *a, int64_t diagonal, bool upper); /* upper: triu */
+ampc_status ampc_tril_(ampc_tensor *a, int64_t diagonal, bool upper);
+ampc_tensor *ampc_flip(const ampc_tensor *a, int n, const int64_t *dims);
+/* n_dims 0: the flattened tensor rolled by shifts[0] (n_shifts must be 1) */
+ampc_tensor *ampc_roll(const ampc_tensor *a, int n_shifts, const int64_t *shifts, int n_dims, const int64_t *dims);
+ampc_tensor *ampc_rot90(const ampc_tensor *a, int64_t k, int n_dims, const int64_t *dims);
+ampc_tensor *ampc_repeat(const ampc_tensor *a, int n, const int64_t *reps);
+ampc_tensor *ampc_tile(const ampc_tensor *a, int n, const int64_t *reps);
+/* a NULL: the 1-arg form (the index of repeats). repeats NULL: `repeat` times each. has_dim
+ * false: over the flattened input. output_size < 0: not given. */
+ampc_tensor *ampc_repeat_interleave(const ampc_tensor *a, const ampc_tensor *repeats, int64_t repeat, bool has_dim,
+                                    int64_t dim, int64_t output_size);
+ampc_tensor *ampc_tril_indices(int64_t row, int64_t col, int64_t offset, bool upper, ampc_dtype dtype,
+                               ampc_device dev);
+ampc_tensor *ampc_diagonal(const ampc_tensor *a, int64_t offset, int64_t dim1, int64_t dim2); /* a view */
+ampc_tensor *ampc_unfold(const ampc_tensor *a, int64_t dim, int64_t size, int64_t step);      /* a view */
+/* offset < 0: the input's storage offset. Checked against the storage's size. */
+ampc_tensor *ampc_as_strided_view(const ampc_tensor *a, int nd, const int64_t *shape, const int64_t *strides,
+                                  int64_t offset);
+ampc_status ampc_as_strided_(ampc_tensor *a, int nd, const int64_t *shape, const int64_t *strides, int64_t offset);
+ampc_tensor *ampc_diag(const ampc_tensor *a, int64_t diagonal);
+ampc_tensor *ampc_diag_embed(const ampc_tensor *a, int64_t offset, int64_t dim1, int64_t dim2);
+ampc_tensor *ampc_diagflat(const ampc_tensor *a, int64_t offset);
+ampc_tensor *ampc_diagonal_scatter(const ampc_tensor *a, const ampc_tensor *src, int64_t offset, int64_t dim1,
+                                   int64_t dim2);
+ampc_tensor *ampc_select_scatter(const ampc_tensor *a, const ampc_tensor *src, int64_t dim, int64_t index);
+ampc_tensor *ampc_slice_scatter(const ampc_tensor *a, const ampc_tensor *src, int64_t dim, int64_t start, int64_t end,
+                                int64_t step);
+ampc_status ampc_fill_diagonal_(ampc_tensor *a, ampc_scalar value, bool wrap);
+/* src NULL: scatter the value */
+ampc_tensor *ampc_scatter(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                          ampc_scalar value);
+ampc_status ampc_scatter_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                          ampc_scalar value);
+ampc_tensor *ampc_index_copy(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *source);
+ampc_status ampc_index_copy_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *source);
+ampc_tensor *ampc_index_fill(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, ampc_scalar value);
+ampc_status ampc_index_fill_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, ampc_scalar value);
+ampc_tensor *ampc_masked_select(const ampc_tensor *a, const ampc_tensor *mask);
+ampc_tensor *ampc_masked_scatter(const ampc_tensor *a, const ampc_tensor *mask, const ampc_tensor *source);
+ampc_status ampc_masked_scatter_(ampc_tensor *a, const ampc_tensor *mask, const ampc_tensor *source);
+ampc_tensor *ampc_take(const ampc_tensor *a, const ampc_tensor *index);
+ampc_tensor *ampc_take_along_dim(const ampc_tensor *a, const ampc_tensor *indices, bool has_dim, int64_t dim);
+ampc_tensor *ampc_put(const ampc_tensor *a, const ampc_tensor *index, const ampc_tensor *source, bool accumulate);
+ampc_status ampc_put_(ampc_tensor *a, const ampc_tensor *index, const ampc_tensor *source, bool accumulate);
+/* scatter_reduce (index_form false) and index_reduce (true: a vector index along dim, as index_copy) */
+typedef enum ampc_reduce_kind { AMPC_REDUCE_SUM, AMPC_REDUCE_PROD, AMPC_REDUCE_MEAN, AMPC_REDUCE_AMAX, AMPC_REDUCE_AMIN } ampc_reduce_kind;
+ampc_tensor *ampc_scatter_reduce(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                                 ampc_reduce_kind kind, bool include_self, bool index_form);
+ampc_status ampc_scatter_reduce_(ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *src,
+                                 ampc_reduce_kind kind, bool include_self, bool index_form);
+
 /* ---- creation helpers that run kernels (creation.c) ---- */
 ampc_tensor *ampc_arange(double start, double end, double step, ampc_dtype dtype, ampc_device dev);
 ampc_tensor *ampc_linspace(double start, double end, int64_t steps, ampc_dtype dtype, ampc_device dev);

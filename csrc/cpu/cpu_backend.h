@@ -13,6 +13,7 @@ void ampc_cpu_register_elementwise(void); /* cpu_elementwise.c: UNARY, BINARY, C
 void ampc_cpu_register_reduce(void);      /* cpu_reduce.c: REDUCE, SCAN */
 void ampc_cpu_register_gemm(void);        /* cpu_gemm.c: GEMM */
 void ampc_cpu_register_index(void);       /* cpu_index.c: INDEX */
+void ampc_cpu_register_shape(void);       /* cpu_shape.c: tril/triu */
 void ampc_cpu_register_random(void);      /* cpu_random.c: RANDOM */
 void ampc_cpu_register_amp(void);         /* cpu_amp.c: AMP (GradScaler) */
 void ampc_cpu_register_nn(void);          /* cpu_nn_*.c: NN (nn.functional) */

@@ -23,7 +23,18 @@ AMPC_FOR_EACH_DTYPE(DEFINE_CASTS_FROM)
 #define CAST_ROW(SRC_ENUM, SRC_SUF, SRC_CT, SRC_VT) {AMPC_FOR_EACH_DTYPE_ARG(CAST_ENTRY, SRC_SUF)},
 static const ampc_cpu_loop_fn cast_loops[AMPC_NUM_DTYPES][AMPC_NUM_DTYPES] = {AMPC_FOR_EACH_DTYPE(CAST_ROW)};
 
-/* Same dtype: byte copies; the contiguous case is one memcpy per row. */
+/* Same dtype: byte copies; the contiguous case is one memcpy per row. Strided rows (a
+ * transpose, flip's negative strides, repeat's broadcast source) move one item of a constant
+ * size per step, which compiles to a load and a store (a memcpy of a variable size is a call). */
+#define STRIDED_MOVE(T)                                                                   \
+    for (int64_t k = 0; k < n; k++, o += s[0], i += s[1]) *(T *)(void *)o = *(const T *)(const void *)i
+/* out[k] = in[-k]: a loop the compiler vectorises with a shuffle */
+#define REVERSED_MOVE(T)                                                   \
+    do {                                                                   \
+        T *restrict ot = (T *)(void *)o;                                   \
+        const T *restrict it = (const T *)(const void *)i;                 \
+        for (int64_t k = 0; k < n; k++) ot[k] = it[-k];                    \
+    } while (0)
 static void copy_bytes(char **d, const int64_t *s, int64_t n, const void *c) {
     size_t item = *(const size_t *)c;
     if (s[0] == (int64_t)item && s[1] == (int64_t)item) {
@@ -32,8 +43,25 @@ static void copy_bytes(char **d, const int64_t *s, int64_t n, const void *c) {
     }
     char *o = d[0];
     const char *i = d[1];
-    for (int64_t k = 0; k < n; k++, o += s[0], i += s[1]) memcpy(o, i, item);
+    if (s[0] == (int64_t)item && s[1] == -(int64_t)item) { /* a reversed row (flip of the last dim) */
+        switch (item) {
+        case 2: REVERSED_MOVE(uint16_t); return;
+        case 4: REVERSED_MOVE(uint32_t); return;
+        case 8: REVERSED_MOVE(uint64_t); return;
+        default: break;
+        }
+    }
+    switch (item) { /* storage is aligned to its item size */
+    case 1: STRIDED_MOVE(uint8_t); break;
+    case 2: STRIDED_MOVE(uint16_t); break;
+    case 4: STRIDED_MOVE(uint32_t); break;
+    case 8: STRIDED_MOVE(uint64_t); break;
+    default:
+        for (int64_t k = 0; k < n; k++, o += s[0], i += s[1]) memcpy(o, i, item);
+    }
 }
+#undef STRIDED_MOVE
+#undef REVERSED_MOVE
 
 static ampc_status cpu_copy(ampc_op op, const ampc_copy_args *p) {
     ampc_tensor *dst = p->dst;

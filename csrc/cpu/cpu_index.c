@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../core/index_bounds.h"
+#include "../core/scatter_reduce.h"
 #include "../core/kernel_args.h"
 #include "../core/ops.h"
 #include "cpu_backend.h"
@@ -168,6 +169,37 @@ static const ampc_cpu_loop_fn accumulate_loops[AMPC_NUM_DTYPES] = {
     [AMPC_UINT8] = accumulate_u8,    [AMPC_BOOL] = accumulate_b8,
 };
 
+/* Reduce (scatter_reduce / index_reduce): out[i + offset] = combine(out[i + offset], in0[i]),
+ * the formula of scatter_reduce.h; floats in double (fp32 in float, as its opmath), integers
+ * through int64. */
+typedef struct reduce_ctx {
+    index_ctx x;
+    int reduce;
+} reduce_ctx;
+#define DEFINE_REDUCE(SUF, COMBINE, VT)                                                        \
+    static void reduce_##SUF(char **d, const int64_t *s, int64_t n, const void *c) {           \
+        const reduce_ctx *r = (const reduce_ctx *)c;                                           \
+        for (int64_t i = 0; i < n; i++) {                                                      \
+            char *p = d[0] + i * s[0] + element_offset(&r->x, d, s, i);                        \
+            VT v = COMBINE(r->reduce, (VT)AMPC_LOAD_##SUF(p), (VT)AMPC_LOAD_##SUF(d[1] + i * s[1])); \
+            AMPC_STORE_##SUF(p, v);                                                            \
+        }                                                                                      \
+    }
+DEFINE_REDUCE(f32, ampc_scatter_combine_f32, float)
+DEFINE_REDUCE(f16, ampc_scatter_combine_f32, float)
+DEFINE_REDUCE(bf16, ampc_scatter_combine_f32, float)
+DEFINE_REDUCE(f64, ampc_scatter_combine_f, double)
+DEFINE_REDUCE(i64, ampc_scatter_combine_i, int64_t)
+DEFINE_REDUCE(i32, ampc_scatter_combine_i, int64_t)
+DEFINE_REDUCE(u8, ampc_scatter_combine_i, int64_t)
+DEFINE_REDUCE(b8, ampc_scatter_combine_i, int64_t)
+
+static const ampc_cpu_loop_fn reduce_loops[AMPC_NUM_DTYPES] = {
+    [AMPC_FLOAT32] = reduce_f32, [AMPC_FLOAT16] = reduce_f16, [AMPC_BFLOAT16] = reduce_bf16,
+    [AMPC_FLOAT64] = reduce_f64, [AMPC_INT64] = reduce_i64,   [AMPC_INT32] = reduce_i32,
+    [AMPC_UINT8] = reduce_u8,    [AMPC_BOOL] = reduce_b8,
+};
+
 static ampc_cpu_loop_fn move_loop(size_t item, bool put) {
     switch (item) {
     case 1: return put ? put_1 : gather_1;
@@ -189,7 +221,7 @@ static ampc_status cpu_gather_form(ampc_op op, const ampc_gather_args *p) {
     return AMPC_OK;
 }
 
-/* SCATTER_ADD, INDEX_ADD, INDEX_PUT */
+/* SCATTER_ADD, INDEX_ADD, INDEX_PUT, SCATTER, INDEX_COPY, INDEX_FILL, SCATTER_REDUCE, INDEX_REDUCE */
 static ampc_status cpu_scatter_form(ampc_op op, const ampc_scatter_args *p) {
     index_ctx x;
     ampc_cpu_iter it;
@@ -197,7 +229,12 @@ static ampc_status cpu_scatter_form(ampc_op op, const ampc_scatter_args *p) {
     if (ampc_numel(p->dst) == 0) return AMPC_OK;
     const ampc_tensor *indices[MAX_INDEX_TENSORS] = {p->index0, p->index1, p->index2, p->index3, p->index4};
     AMPC_TRY(index_setup(op, p->dst, p->values, indices, p->n_indices, p->dims, p->alpha, &x, &it));
-    bool accumulate = op != AMPC_OP_INDEX_PUT || p->accumulate;
+    if (p->reduce != AMPC_SCATTER_REDUCE_NONE) {
+        reduce_ctx r = {x, p->reduce};
+        ampc_cpu_iter_run_serial(&it, reduce_loops[dt], &r);
+        return AMPC_OK;
+    }
+    bool accumulate = p->accumulate; /* false: scatter, index_copy/fill, index_put */
     ampc_cpu_iter_run_serial(&it, accumulate ? accumulate_loops[dt] : move_loop(ampc_dtype_itemsize(dt), true), &x);
     return AMPC_OK;
 }

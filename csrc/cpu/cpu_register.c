@@ -9,6 +9,7 @@ void ampc_cpu_register(void) {
     ampc_cpu_register_reduce();
     ampc_cpu_register_gemm();
     ampc_cpu_register_index();
+    ampc_cpu_register_shape();
     ampc_cpu_register_random();
     ampc_cpu_register_amp();
     ampc_cpu_register_nn();

@@ -20,10 +20,12 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "../core/index_bounds.h"
+#include "../core/scatter_reduce.h"
 #include "../core/kernel_args.h"
 #include <type_traits>
 
 #include "cuda_common.cuh"
+#include "cuda_scatter_reduce.cuh"
 
 #define MAX_INDEX_TENSORS AMPC_MAX_INDEX_TENSORS
 #define INDEX_OPERANDS (2 + MAX_INDEX_TENSORS) /* out, in, the k indices */
@@ -244,7 +246,7 @@ static ampc_status cuda_gather_form(ampc_op op, const ampc_gather_args *p) {
     return AMPC_OK;
 }
 
-/* SCATTER_ADD, INDEX_ADD, INDEX_PUT */
+/* SCATTER_ADD, INDEX_ADD, INDEX_PUT, SCATTER, INDEX_COPY, INDEX_FILL, SCATTER_REDUCE, INDEX_REDUCE */
 static ampc_status cuda_scatter_form(ampc_op op, const ampc_scatter_args *p) {
     ampc_tensor *out = p->dst;
     ampc_dtype dt = out->dtype;
@@ -255,7 +257,15 @@ static ampc_status cuda_scatter_form(ampc_op op, const ampc_scatter_args *p) {
     ampc_cuda_guard guard(out);
     cudaStream_t stream = ampc_cuda_stream_of(out);
     int *err = ampc_cuda_error_word((int)out->device.index);
-    bool accumulate = op != AMPC_OP_INDEX_PUT || p->accumulate;
+    if (p->reduce != AMPC_SCATTER_REDUCE_NONE) {
+        AMPC_CUDA_SWITCH_ALL(dt, ampc_op_name(op), {
+            reduce_into<scalar_t> f = {(scalar_t *)ampc_data_ptr(out), (const scalar_t *)ampc_data_ptr(p->values),
+                                       p->reduce};
+            LAUNCH_INDEX_KERNEL(g, stream, f, err, (int)op);
+        })
+        return AMPC_OK;
+    }
+    bool accumulate = p->accumulate; /* false: scatter, index_copy/fill, index_put */
     if (!accumulate) {
         AMPC_CUDA_SWITCH_BITS(dt, ampc_op_name(op), {
             put_move<bits_t> f = {(bits_t *)ampc_data_ptr(out), (const bits_t *)ampc_data_ptr(p->values)};

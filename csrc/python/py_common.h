@@ -110,6 +110,7 @@ extern PyMethodDef ampc_py_module_methods_elementwise[]; /* py_elementwise.c */
 extern PyMethodDef ampc_py_module_methods_reduce[];      /* py_reduce.c */
 extern PyMethodDef ampc_py_module_methods_linalg[];      /* py_linalg.c */
 extern PyMethodDef ampc_py_module_methods_index[];       /* py_index.c */
+extern PyMethodDef ampc_py_module_methods_shape[];       /* py_shape.c (issue 12 shape and index ops) */
 extern PyMethodDef ampc_py_module_methods_random[];      /* py_random.c */
 extern PyMethodDef ampc_py_module_methods_cuda[];        /* py_cuda.c */
 extern PyMethodDef ampc_py_module_methods_amp[];         /* py_amp.c */
@@ -128,6 +129,7 @@ extern PyMethodDef ampc_py_tensor_methods_elementwise[];
 extern PyMethodDef ampc_py_tensor_methods_reduce[];
 extern PyMethodDef ampc_py_tensor_methods_linalg[];
 extern PyMethodDef ampc_py_tensor_methods_index[];
+extern PyMethodDef ampc_py_tensor_methods_shape[];
 extern PyMethodDef ampc_py_tensor_methods_random[];
 extern PyMethodDef ampc_py_tensor_methods_surface[];     /* py_surface.c (resize_) */
 

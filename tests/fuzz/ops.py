@@ -26,6 +26,13 @@ NOT_FUZZED = {
     "_fused_sgd_": "optimizer steps, covered by test_optim", "_fused_adam_": "optimizer steps",
     "_fused_adadelta_": "optimizer steps", "_fused_rmsprop_": "optimizer steps", "_fused_adagrad_": "optimizer steps",
 }
+# ---- shape and index ops (issue 12): checked against torch in every dtype by tests/test_shape_ops.py;
+# generators of their own are still to be written
+NOT_FUZZED.update({name: "issue 12 shape/index op: tests/test_shape_ops.py (no fuzz generator yet)" for name in (
+    "tril", "triu", "scatter", "index_copy", "index_fill", "flip", "roll", "rot90", "repeat", "tile",
+    "repeat_interleave", "diagonal", "unfold", "as_strided", "diag", "diag_embed", "diagflat", "diagonal_scatter",
+    "select_scatter", "slice_scatter", "fill_diagonal_", "tril_indices", "triu_indices", "masked_select",
+    "masked_scatter", "take", "take_along_dim", "put", "scatter_reduce", "index_reduce")})
 
 
 def op(name, grad=True, rows=None):

@@ -161,6 +161,16 @@ ampc_tensor *ampc_bernoulli(const ampc_tensor *probs); /* like probs, drawn with
 ampc_tensor *ampc_normal_tensors(const ampc_tensor *mean, const ampc_tensor *std);
 ampc_tensor *ampc_randperm(int64_t n, ampc_dtype dtype, ampc_device dev);
 
+/* ---- sampling (sampling.c, issue 12), torch's checks and messages ---- */
+ampc_status ampc_exponential_(ampc_tensor *t, double lambd);
+ampc_status ampc_geometric_(ampc_tensor *t, double p);
+ampc_status ampc_log_normal_(ampc_tensor *t, double mean, double std);
+ampc_status ampc_cauchy_(ampc_tensor *t, double median, double sigma);
+/* int64 indices: (n_sample,) for 1-D probs, (rows, n_sample) for 2-D */
+ampc_tensor *ampc_multinomial(const ampc_tensor *probs, int64_t n_sample, bool replacement);
+ampc_tensor *ampc_poisson(const ampc_tensor *rates);
+ampc_tensor *ampc_binomial(const ampc_tensor *count, const ampc_tensor *prob); /* broadcast, count's dtype */
+
 #ifdef __cplusplus
 }
 #endif

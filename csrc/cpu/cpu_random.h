@@ -29,6 +29,10 @@ typedef void (*ampc_cpu_rng_gen)(void *ctx, int64_t b, int64_t n, double *d, int
 /* Fills t in torch's order with gen's values, one chunk at a time, on this thread. */
 void ampc_cpu_rng_serial(ampc_tensor *t, bool ints, ampc_cpu_rng_gen gen, void *ctx);
 
+/* normal_distribution<double>(mean, std) of torch's generator: Box-Muller on two 53-bit
+ * uniforms, the sine sample cached in g for the next call (cpu_random.c). */
+double ampc_cpu_normal_double(ampc_cpu_generator *g, double mean, double std);
+
 /* Whether torch's float32 normal kernel on this machine is the AVX2 one (cpu_normal_avx2.c). */
 bool ampc_cpu_normal_uses_avx2(void);
 /* torch's normal_fill_16_AVX2 over data[0..16): Box-Muller of uniforms data[j], data[j + 8]. */

@@ -13,7 +13,7 @@
  * autograd-aware detach), the area's definition wins. */
 static PyMethodDef *const module_tables[] = {
     ampc_py_module_methods_elementwise, ampc_py_module_methods_reduce, ampc_py_module_methods_linalg,
-    ampc_py_module_methods_index, ampc_py_module_methods_random, ampc_py_module_methods_cuda,
+    ampc_py_module_methods_index, ampc_py_module_methods_random, ampc_py_module_methods_sampling, ampc_py_module_methods_cuda,
     ampc_py_module_methods_amp, ampc_py_module_methods_autocast, ampc_py_module_methods_nn,
     ampc_py_module_methods_autograd, ampc_py_module_methods_multi_tensor, ampc_py_module_methods_optim,
     ampc_py_module_methods_backends, ampc_py_module_methods_op_table,
@@ -22,7 +22,7 @@ static PyMethodDef *const module_tables[] = {
 
 static PyMethodDef *const tensor_tables[] = {
     ampc_py_tensor_methods_elementwise, ampc_py_tensor_methods_reduce, ampc_py_tensor_methods_linalg,
-    ampc_py_tensor_methods_index, ampc_py_tensor_methods_random, ampc_py_tensor_methods_autograd,
+    ampc_py_tensor_methods_index, ampc_py_tensor_methods_random, ampc_py_tensor_methods_sampling, ampc_py_tensor_methods_autograd,
     ampc_py_tensor_methods_core, ampc_py_tensor_methods_convert,
 };
 

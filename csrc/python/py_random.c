@@ -7,6 +7,7 @@
  * device's generator and read back after, so the core keeps one generator per device and the
  * kernels never know the difference. Passing the default generator is the same as passing none. */
 #include "py_common.h"
+#include "py_random.h"
 
 #include "core/autograd.h"
 #include "core/mt19937.h"
@@ -19,14 +20,8 @@
 
 /* ------------------------------------------------------------------ generator= */
 
-typedef struct gen_scope {
-    PyObject *gen; /* borrowed; NULL when the call uses the device's own generator */
-    ampc_device dev;
-    uint8_t *saved; /* the device generator's own state while gen's is installed */
-} gen_scope;
-
 /* Installs `gen`'s state (its `_state` bytes) into the generator of `dev`. */
-static int gen_enter(gen_scope *g, PyObject *gen, ampc_device dev, const char *op) {
+int ampc_py_gen_enter(gen_scope *g, PyObject *gen, ampc_device dev, const char *op) {
     g->gen = NULL;
     g->dev = dev;
     g->saved = NULL;
@@ -82,7 +77,7 @@ static int gen_enter(gen_scope *g, PyObject *gen, ampc_device dev, const char *o
 
 /* Writes the advanced state back to the generator and restores the device's own. Keeps any
  * exception already set; returns -1 if one is set afterwards. */
-static int gen_exit(gen_scope *g) {
+int ampc_py_gen_exit(gen_scope *g) {
     if (!g->gen) return PyErr_Occurred() ? -1 : 0;
     size_t size = ampc_rng_state_size(g->dev);
     PyObject *o = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
@@ -148,13 +143,13 @@ static PyObject *make_filled(int nd, const int64_t *shape, ampc_dtype dtype, amp
     ampc_tensor *t = ampc_empty(nd, shape, dtype, dev);
     if (!t) return ampc_py_raise();
     gen_scope g;
-    if (gen_enter(&g, generator, dev, op) < 0) {
+    if (ampc_py_gen_enter(&g, generator, dev, op) < 0) {
         ampc_tensor_decref(t);
         return NULL;
     }
     ampc_status st = fill(t, ctx);
     if (st != AMPC_OK) ampc_py_raise();
-    if (gen_exit(&g) < 0) {
+    if (ampc_py_gen_exit(&g) < 0) {
         ampc_tensor_decref(t);
         return NULL;
     }
@@ -167,10 +162,10 @@ static PyObject *fill_in_place(PyObject *self, PyObject *generator, fill_fn fill
     /* A leaf that requires grad may only be refilled under no_grad (nn.init does that). */
     if (ampc_py_check(ampc_autograd_check_inplace(t)) < 0) return NULL;
     gen_scope g;
-    if (gen_enter(&g, generator, t->device, op) < 0) return NULL;
+    if (ampc_py_gen_enter(&g, generator, t->device, op) < 0) return NULL;
     ampc_status st = fill(t, ctx);
     if (st != AMPC_OK) ampc_py_raise();
-    if (gen_exit(&g) < 0) return NULL;
+    if (ampc_py_gen_exit(&g) < 0) return NULL;
     Py_INCREF(self);
     return self;
 }
@@ -473,10 +468,10 @@ static PyObject *py_randperm(PyObject *m, PyObject *args, PyObject *kwargs) {
     ampc_device dev;
     if (ampc_py_factory_dtype_device(&kw, op, AMPC_INT64, ampc_cpu_device(), &dt, &dev) < 0) return NULL;
     gen_scope g;
-    if (gen_enter(&g, kw.generator, dev, op) < 0) return NULL;
+    if (ampc_py_gen_enter(&g, kw.generator, dev, op) < 0) return NULL;
     ampc_tensor *t = ampc_randperm(n, dt, dev);
     if (!t) ampc_py_raise();
-    if (gen_exit(&g) < 0) {
+    if (ampc_py_gen_exit(&g) < 0) {
         ampc_tensor_decref(t);
         return NULL;
     }
@@ -565,10 +560,10 @@ static PyObject *py_normal(PyObject *m, PyObject *args, PyObject *kwargs) {
     PyObject *result = NULL;
     if (st) {
         gen_scope g;
-        if (gen_enter(&g, kw.generator, dev, op) == 0) {
+        if (ampc_py_gen_enter(&g, kw.generator, dev, op) == 0) {
             ampc_tensor *t = ampc_normal_tensors(mt, st);
             if (!t) ampc_py_raise();
-            if (gen_exit(&g) < 0) ampc_tensor_decref(t);
+            if (ampc_py_gen_exit(&g) < 0) ampc_tensor_decref(t);
             else result = finish(t, kw.requires_grad);
         }
     }

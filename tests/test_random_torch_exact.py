@@ -240,3 +240,100 @@ def test_initial_seed_and_default_generator():
     np.testing.assert_array_equal(bits(ampc.rand(10)), bits(torch.rand(10)))
     np.testing.assert_array_equal(bits(ampc.rand(10, generator=ampc.random.default_generator)),
                                   bits(torch.rand(10, generator=torch.default_generator)))
+
+
+# ---------------------------------------------------------------- the sampling ops
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", (1, 2, 15, 16, 17, 1000, 10**5))
+def test_exponential_geometric_log_normal_cauchy(n, dtype):
+    for seed in SEEDS[:3]:
+        same(lambda T: T.empty(n, dtype=dt(T, dtype)).exponential_(2.5), seed)
+        same(lambda T: T.empty(n, dtype=dt(T, dtype)).exponential_(), seed)
+        same(lambda T: T.empty(n, dtype=dt(T, dtype)).geometric_(0.3), seed)
+        same(lambda T: T.empty(n, dtype=dt(T, dtype)).log_normal_(0.5, 0.7), seed)
+        same(lambda T: T.empty(n, dtype=dt(T, dtype)).log_normal_(), seed)
+        same(lambda T: T.empty(n, dtype=dt(T, dtype)).cauchy_(0.5, 2.0), seed)
+
+
+def test_geometric_integer_outputs_and_strides():
+    for seed in SEEDS[:3]:
+        same(lambda T: T.empty(500, dtype=T.int64).geometric_(0.2), seed)
+        same(lambda T: T.empty(500, dtype=T.int32).geometric_(0.6), seed)
+        same(lambda T: T.empty(30, 9).t().exponential_(), seed)
+
+
+@pytest.mark.parametrize("dtype", ("float32", "float64", "float16", "bfloat16"))
+@pytest.mark.parametrize("k", (1, 2, 15, 17, 1000))
+def test_multinomial(k, dtype):
+    for seed in SEEDS[:3]:
+        same(lambda T: T.multinomial(T.rand(k, dtype=dt(T, dtype)) + 0.01, 1), seed)
+        same(lambda T: T.multinomial(T.rand(4, k, dtype=dt(T, dtype)), 50, replacement=True), seed)
+        same(lambda T: T.multinomial(T.rand(k, dtype=dt(T, dtype)), 1, replacement=True), seed)
+        if dtype in ("float32", "float64"):
+            # several samples without replacement are torch's topk of the keys: 16-bit keys tie
+            # often, and torch's topk orders ties by its std::nth_element, which ampc does not copy
+            same(lambda T: T.multinomial(T.rand(3, k, dtype=dt(T, dtype)) + 0.01, min(k, 5)), seed)
+            same(lambda T: T.rand(2, k, dtype=dt(T, dtype)).multinomial(min(k, 3)), seed)
+
+
+def test_multinomial_zero_probabilities_and_generator():
+    p = [0.0, 0.3, 0.0, 0.7, 0.0]
+    for seed in SEEDS[:3]:
+        same(lambda T: T.multinomial(T.tensor(p), 2), seed)
+        same(lambda T: T.multinomial(T.tensor([p] * 7), 1000, True), seed)
+        same(lambda T: T.multinomial(T.tensor(p), 2, generator=T.Generator().manual_seed(seed)), 0)
+
+
+@pytest.mark.parametrize("dtype", ("float32", "float64", "float16", "bfloat16"))
+def test_poisson(dtype):
+    for seed in SEEDS[:3]:
+        same(lambda T: T.poisson(T.rand(1000, dtype=dt(T, dtype)) * 30), seed)     # both algorithms
+        same(lambda T: T.poisson(T.tensor([0.0, 1e-3, 9.99, 10.0, 1e4]).to(dt(T, dtype))), seed)
+
+
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+def test_binomial(dtype):
+    for seed in SEEDS[:3]:
+        same(lambda T: T.binomial(T.full((1000,), 40.0, dtype=dt(T, dtype)), T.rand(1000, dtype=dt(T, dtype))), seed)
+        same(lambda T: T.binomial(T.tensor([0.0, 5.0, 1000.0, 30.0, 7.0]).to(dt(T, dtype)),
+                                  T.tensor([0.5, 1.0, 0.2, 0.95, 0.0]).to(dt(T, dtype))), seed)
+        same(lambda T: T.binomial(T.full((3, 1), 100.0, dtype=dt(T, dtype)), T.rand(4, dtype=dt(T, dtype))), seed)
+
+
+def _raises_like(fn):
+    """fn(torch) and fn(ampc) raise the same exception type with the same message."""
+    with pytest.raises(Exception) as want:
+        fn(torch)
+    with pytest.raises(type(want.value)) as got:
+        fn(ampc)
+    assert str(got.value).split("\n")[0] == str(want.value).split("\n")[0]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.empty(3).exponential_(-1),
+    lambda T: T.empty(3).exponential_(0),
+    lambda T: T.empty(3, dtype=T.int64).exponential_(),
+    lambda T: T.empty(3).geometric_(0),
+    lambda T: T.empty(3).geometric_(1.5),
+    lambda T: T.empty(3).log_normal_(1, -1),
+    lambda T: T.empty(3, dtype=T.int64).log_normal_(),
+    lambda T: T.empty(3).cauchy_(0, -1),
+    lambda T: T.empty(3, dtype=T.int64).cauchy_(),
+    lambda T: T.multinomial(T.tensor([1.0, 2.0]), 3),
+    lambda T: T.multinomial(T.tensor([1.0, -2.0]), 1),
+    lambda T: T.multinomial(T.tensor([1.0, -2.0]), 2, True),
+    lambda T: T.multinomial(T.tensor([0.0, 0.0]), 2, True),
+    lambda T: T.multinomial(T.tensor([0.0, 0.0]), 1),
+    lambda T: T.multinomial(T.tensor([1.0, float("inf")]), 2, True),
+    lambda T: T.multinomial(T.tensor([1.0, float("nan")]), 1),
+    lambda T: T.multinomial(T.ones(2, 2, 2), 1),
+    lambda T: T.multinomial(T.tensor([1, 2]), 1),
+    lambda T: T.multinomial(T.tensor([1.0, 2.0]), 0),
+    lambda T: T.poisson(T.tensor([-1.0])),
+    lambda T: T.poisson(T.tensor([1])),
+    lambda T: T.binomial(T.tensor([5]), T.tensor([0.5])),
+    lambda T: T.binomial(T.tensor([5.0], dtype=T.float16), T.tensor([0.5], dtype=T.float16)),
+])
+def test_errors_match_torch(fn):
+    _raises_like(fn)

@@ -108,6 +108,17 @@ static ampc_status cpu_multinomial(ampc_op op, const ampc_multinomial_args *a) {
                 out[r] = best;
                 continue;
             }
+            if (ns <= 32) { /* a few picks: selection, O(ns * k) (ties: the lower index first, as the sort) */
+                for (int64_t j = 0; j < k; j++) idx[j] = 0; /* taken flags */
+                for (int64_t s = 0; s < ns; s++) {
+                    int64_t best = -1;
+                    for (int64_t j = 0; j < k; j++)
+                        if (!idx[j] && (best < 0 || kr[j] > kr[best] || (isnan(kr[j]) && !isnan(kr[best])))) best = j;
+                    idx[best] = 1;
+                    out[r * ns + s] = best;
+                }
+                continue;
+            }
             for (int64_t j = 0; j < k; j++) idx[j] = j;
             sort_keys = kr;
             qsort(idx, (size_t)k, sizeof(int64_t), cmp_keys);

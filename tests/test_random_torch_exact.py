@@ -69,7 +69,10 @@ def test_normal_sample_cache_carries_across_calls():
     lambda T: T.empty(20, 6)[:, ::2].normal_(1.0, 0.5),
     lambda T: T.empty(20, 6)[::3, 1:].random_(0, 1000),
     lambda T: T.empty(6, 40, dtype=T.float64).t().bernoulli_(0.25),
-], ids=["transposed", "permuted", "sliced", "sliced-random", "transposed-bernoulli"])
+    lambda T: T.empty(5, 7).t().bernoulli_(T.rand(7, 5)),
+    lambda T: T.empty(3, 7, 5).permute(1, 2, 0).bernoulli_(T.rand(1, 5, 3, dtype=T.float64)),
+], ids=["transposed", "permuted", "sliced", "sliced-random", "transposed-bernoulli", "transposed-bernoulli-p",
+        "permuted-bernoulli-p"])
 def test_strided_outputs(make):
     for seed in SEEDS[:3]:
         same(make, seed)

@@ -74,25 +74,45 @@ static void element_offsets(const ampc_tensor *t, int64_t b, int64_t n, int64_t 
     }
 }
 
-void ampc_cpu_rng_offsets(const ampc_tensor *t, int64_t b, int64_t n, int64_t *offs) {
-    /* TensorIterator drops size-1 dims and orders the rest by stride (stable insertion from
-     * the innermost), so a permuted tensor is walked in memory order. */
-    ampc_tensor v = *t;
+/* t's dims in torch's iteration order (size-1 dims dropped) into v: shape, and either t's strides
+ * or (row_major) the strides of a contiguous tensor of t's shape. */
+static void iteration_view(const ampc_tensor *t, bool row_major, ampc_tensor *v) {
+    int64_t cs[AMPC_MAX_DIMS], acc = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) cs[i] = acc, acc *= t->shape[i];
+    int64_t key[AMPC_MAX_DIMS];
+    *v = *t;
     int nd = 0;
     for (int i = 0; i < t->ndim; i++)
         if (t->shape[i] != 1) {
             int j = nd++;
             int64_t s = t->strides[i] < 0 ? -t->strides[i] : t->strides[i];
             while (j > 0) {
-                int64_t sp = v.strides[j - 1] < 0 ? -v.strides[j - 1] : v.strides[j - 1];
+                int64_t sp = key[j - 1];
                 if (sp >= s) break;
-                v.shape[j] = v.shape[j - 1], v.strides[j] = v.strides[j - 1];
+                v->shape[j] = v->shape[j - 1], v->strides[j] = v->strides[j - 1];
+                key[j] = sp;
                 j--;
             }
-            v.shape[j] = t->shape[i], v.strides[j] = t->strides[i];
+            v->shape[j] = t->shape[i], v->strides[j] = row_major ? cs[i] : t->strides[i];
+            key[j] = s;
         }
-    v.ndim = nd;
+    v->ndim = nd;
+}
+
+void ampc_cpu_rng_offsets(const ampc_tensor *t, int64_t b, int64_t n, int64_t *offs) {
+    /* TensorIterator drops size-1 dims and orders the rest by stride (stable insertion from
+     * the innermost), so a permuted tensor is walked in memory order. */
+    ampc_tensor v;
+    iteration_view(t, false, &v);
     element_offsets(&v, b, n, offs);
+}
+
+/* The row-major indices of t's elements [b, b + n) in torch's iteration order. */
+static void iteration_indices(const ampc_tensor *t, int64_t b, int64_t n, int64_t *idx) {
+    ampc_tensor v;
+    iteration_view(t, true, &v);
+    v.dtype = AMPC_UINT8; /* element_offsets scales by the item size: 1 gives indices */
+    element_offsets(&v, b, n, idx);
 }
 
 void ampc_cpu_rng_store(const ampc_tensor *t, int64_t b, int64_t n, const int64_t *offs, const double *d,
@@ -304,7 +324,24 @@ static ampc_status random_fill(const ampc_random_params *p, ampc_tensor *t) {
     int64_t n = ampc_numel(t);
     if (n == 0) return AMPC_OK;
     if (p->op == AMPC_OP_NORMAL && !p->p0 && n >= 16 && ampc_is_contiguous(t)) return normal_fill(g, p, t);
-    mt_ctx c = {.g = g, .p = p};
+    ampc_random_params q = *p;
+    double *perm[2] = {NULL, NULL};
+    if ((p->p0 || p->p1) && !ampc_is_contiguous(t)) {
+        /* the parameters are laid out row-major; the draws walk torch's order */
+        int64_t *idx = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
+        const double *src[2] = {p->p0, p->p1};
+        for (int k = 0; k < 2; k++) perm[k] = src[k] ? (double *)malloc(sizeof(double) * (size_t)n) : NULL;
+        if (!idx || (p->p0 && !perm[0]) || (p->p1 && !perm[1])) {
+            free(idx), free(perm[0]), free(perm[1]);
+            return ampc_set_error(AMPC_E_NOMEM, "%s: out of memory", ampc_op_name((ampc_op)p->op));
+        }
+        iteration_indices(t, 0, n, idx);
+        for (int k = 0; k < 2; k++)
+            for (int64_t i = 0; perm[k] && i < n; i++) perm[k][i] = src[k][idx[i]];
+        free(idx);
+        q.p0 = perm[0], q.p1 = perm[1];
+    }
+    mt_ctx c = {.g = g, .p = &q};
     if (p->op == AMPC_OP_UNIFORM && p->dtype != AMPC_FLOAT64) {
         /* float arithmetic (opmath) for half/bf16 too */
         float from = (float)p->a, to = (float)p->b;
@@ -312,6 +349,7 @@ static ampc_status random_fill(const ampc_random_params *p, ampc_tensor *t) {
         c.frange = to - from;
     }
     ampc_cpu_rng_serial(t, ampc_random_makes_ints(p), gen_mt, &c);
+    free(perm[0]), free(perm[1]);
     return AMPC_OK;
 }
 AMPC_RANDOM_KERNELS(cpu, random_fill)

@@ -109,6 +109,7 @@ extern PyMethodDef ampc_py_module_methods_linalg[];      /* py_linalg.c */
 extern PyMethodDef ampc_py_module_methods_index[];       /* py_index.c */
 extern PyMethodDef ampc_py_module_methods_random[];      /* py_random.c */
 extern PyMethodDef ampc_py_module_methods_sampling[];    /* py_sampling.c */
+extern PyMethodDef ampc_py_module_methods_rng_state[];   /* py_rng_state.c */
 extern PyMethodDef ampc_py_module_methods_cuda[];        /* py_cuda.c */
 extern PyMethodDef ampc_py_module_methods_amp[];         /* py_amp.c */
 extern PyMethodDef ampc_py_module_methods_autocast[];    /* py_autocast.c */

@@ -1,8 +1,8 @@
 """Random numbers: reproducibility, statistics, layouts, dtypes, generators and errors.
 
-torch draws CPU numbers with mt19937 and ampc with Philox, so values are never compared with
-torch's; the distributions are checked against their exact CDFs instead, with bounds a correct
-generator fails with probability well below 1e-6 at these fixed seeds.
+ampc's CPU generator is torch's (mt19937), and tests/test_random_torch_exact.py compares its values
+with torch's bit for bit. Here the distributions are also checked against their exact CDFs, with
+bounds a correct generator fails with probability well below 1e-6 at these fixed seeds.
 """
 import math
 import os
@@ -85,12 +85,14 @@ def test_seed_initial_seed_and_state():
         ampc.manual_seed(2**64)
     ampc.manual_seed(7)
     state = ampc.random.get_rng_state()
-    assert state.dtype == ampc.uint8 and state.shape == (16,)
+    assert state.dtype == ampc.uint8 and state.shape == (2526,)  # ampc's layout of torch's mt19937 state
     a = ampc.randn(100).numpy()
     ampc.random.set_rng_state(state)
     np.testing.assert_array_equal(a, ampc.randn(100).numpy())
-    with pytest.raises(RuntimeError, match="16 bytes"):
+    with pytest.raises(RuntimeError, match="2526 bytes"):
         ampc.random.set_rng_state(ampc.zeros(3, dtype=ampc.uint8))
+    with pytest.raises(RuntimeError, match="not a CPU generator state"):
+        ampc.random.set_rng_state(ampc.zeros(2526, dtype=ampc.uint8))
     assert ampc.random.manual_seed(9) is ampc.random.default_generator
 
 
@@ -182,23 +184,27 @@ def test_like_variants():
 
 # ---------------------------------------------------------------- layouts
 
-def test_strided_outputs_get_the_row_major_stream():
-    for fill in (lambda t: t.uniform_(), lambda t: t.normal_(), lambda t: t.random_(0, 100),
-                 lambda t: t.bernoulli_(0.5)):
-        base = ampc.zeros(8, 6)
-        view = base.t()  # (6, 8), not contiguous
-        ampc.manual_seed(21)
-        assert fill(view) is view
-        ampc.manual_seed(21)
-        ref = fill(ampc.empty(6, 8))
-        np.testing.assert_array_equal(view.numpy(), ref.numpy())
+def test_strided_outputs_get_torchs_element_order():
+    """torch's serial kernels walk a TensorIterator: a permuted tensor in memory order, a sliced
+    one in its (outer to inner) order; the values equal torch's."""
+    import torch
+    for serial, fill in ((True, lambda t: t.uniform_()), (False, lambda t: t.normal_()),
+                         (True, lambda t: t.random_(0, 100)), (True, lambda t: t.bernoulli_(0.5))):
+        for T in (ampc, torch):
+            T.manual_seed(21)
+        view = fill(ampc.zeros(8, 6).t())  # (6, 8), not contiguous: memory order
+        tview = fill(torch.zeros(8, 6).t())
+        np.testing.assert_array_equal(view.numpy(), tview.numpy())
+        if serial:  # normal_ of 16+ contiguous elements takes torch's blocked path instead
+            ampc.manual_seed(21)
+            ref = fill(ampc.empty(8, 6)).t()
+            np.testing.assert_array_equal(view.numpy(), ref.numpy())
     base = ampc.full((5, 9), -7.0)
     step = base[:, ::2]  # (5, 5) with an inner stride of 2
     ampc.manual_seed(22)
     step.normal_()
-    ampc.manual_seed(22)
-    ref = ampc.empty(5, 5).normal_()
-    np.testing.assert_array_equal(step.numpy(), ref.numpy())
+    torch.manual_seed(22)
+    np.testing.assert_array_equal(step.numpy(), torch.full((5, 9), -7.0)[:, ::2].normal_().numpy())
     np.testing.assert_array_equal(base.numpy()[:, 1::2], -7.0)  # the elements between are untouched
 
 

@@ -1,5 +1,5 @@
-/* nn_misc.c: linear, embedding (padding_idx, scale_grad_by_freq), dropout (Philox, reproducible
- * under manual_seed) and scaled_dot_product_attention, with their gradient rules.
+/* nn_misc.c: linear, embedding (padding_idx, scale_grad_by_freq), dropout (torch's CPU stream on
+ * the CPU, Philox on CUDA) and scaled_dot_product_attention, with their gradient rules.
  *
  * linear is composed of the recording GEMM frontends (its gradient is theirs). Attention runs its
  * products through the GEMM kernel (nn_gemm: fp32 accumulation for fp16/bf16) and is composed,
@@ -183,7 +183,8 @@ static ampc_tensor *dropout_forward(const ampc_tensor *input, double p, ampc_ten
     ampc_status st = *mask ? AMPC_OK : ampc_last_status();
     if (st == AMPC_OK && ampc_numel(x) > 0) {
         ampc_dropout_args a = {.y = y, .mask = *mask, .x = x, .p = p};
-        ampc_philox_reserve(input->device, (uint64_t)ampc_numel(x), &a.seed, &a.offset);
+        if (input->device.type != AMPC_CPU) /* the CPU kernel draws from the CPU generator itself */
+            ampc_philox_reserve(input->device, (uint64_t)ampc_numel(x), &a.seed, &a.offset);
         st = ampc_dispatch_dropout(AMPC_OP_DROPOUT, &a);
     }
     ampc_tensor_decref(x);

@@ -181,7 +181,7 @@ ampc_tensor *ampc_arange(double start, double end, double step, ampc_dtype dtype
 ampc_tensor *ampc_linspace(double start, double end, int64_t steps, ampc_dtype dtype, ampc_device dev);
 ampc_tensor *ampc_eye(int64_t n, int64_t m, ampc_dtype dtype, ampc_device dev);
 
-/* ---- random (random.c): Philox4x32-10, one generator per device ---- */
+/* ---- random (random.c): torch's MT19937 on the CPU (mt19937.h), Philox4x32-10 on CUDA ---- */
 void ampc_manual_seed(uint64_t seed);                 /* all devices */
 uint64_t ampc_initial_seed(void);
 /* Seeds every device with a non-deterministic seed (from the OS) and returns it (torch.seed). */
@@ -189,8 +189,16 @@ uint64_t ampc_seed(void);
 /* Reserves `n` counter values of the device's generator and returns the (seed, offset) pair a
  * kernel uses, so CPU and CUDA produce the same stream for the same seed. */
 void ampc_philox_reserve(ampc_device dev, uint64_t n, uint64_t *seed, uint64_t *offset);
-void ampc_get_rng_state(ampc_device dev, uint64_t *seed, uint64_t *offset);
-void ampc_set_rng_state(ampc_device dev, uint64_t seed, uint64_t offset);
+/* The CPU generator the CPU kernels draw from (struct in mt19937.h). */
+struct ampc_cpu_generator *ampc_cpu_generator_default(void);
+/* A device generator's state as bytes: AMPC_CPU_RNG_STATE_BYTES for the CPU, 16 (seed, offset)
+ * for CUDA. set fails on a wrong size or bytes that are no state. for_seed: the state manual_seed
+ * gives (a Generator's). state_seed: the seed a state was seeded with. */
+size_t ampc_rng_state_size(ampc_device dev);
+void ampc_rng_state_get(ampc_device dev, uint8_t *out);
+ampc_status ampc_rng_state_set(ampc_device dev, const uint8_t *in, size_t n);
+void ampc_rng_state_for_seed(ampc_device dev, uint64_t seed, uint8_t *out);
+uint64_t ampc_rng_state_seed(const uint8_t *state);
 ampc_status ampc_uniform_(ampc_tensor *t, double from, double to);
 ampc_status ampc_normal_(ampc_tensor *t, double mean, double std);
 ampc_status ampc_random_(ampc_tensor *t, int64_t low, int64_t high); /* [low, high) */
@@ -205,6 +213,16 @@ ampc_tensor *ampc_bernoulli(const ampc_tensor *probs); /* like probs, drawn with
  * shape broadcast(mean, std), dtype result_type(mean, std), which must be floating. */
 ampc_tensor *ampc_normal_tensors(const ampc_tensor *mean, const ampc_tensor *std);
 ampc_tensor *ampc_randperm(int64_t n, ampc_dtype dtype, ampc_device dev);
+
+/* ---- sampling (sampling.c, issue 12), torch's checks and messages ---- */
+ampc_status ampc_exponential_(ampc_tensor *t, double lambd);
+ampc_status ampc_geometric_(ampc_tensor *t, double p);
+ampc_status ampc_log_normal_(ampc_tensor *t, double mean, double std);
+ampc_status ampc_cauchy_(ampc_tensor *t, double median, double sigma);
+/* int64 indices: (n_sample,) for 1-D probs, (rows, n_sample) for 2-D */
+ampc_tensor *ampc_multinomial(const ampc_tensor *probs, int64_t n_sample, bool replacement);
+ampc_tensor *ampc_poisson(const ampc_tensor *rates);
+ampc_tensor *ampc_binomial(const ampc_tensor *count, const ampc_tensor *prob); /* broadcast, count's dtype */
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,10 @@
-/* philox.h: the Philox4x32-10 counter-based generator and the number transforms every ampc
- * random kernel uses, on the CPU (C11) and in CUDA device code (AMPC_HD).
+/* philox.h: the Philox4x32-10 counter-based generator and the number transforms of ampc's CUDA
+ * random kernels (AMPC_HD: also compiled for the host, where the C unit tests check them). The
+ * CPU generator is torch's MT19937 instead (mt19937.h); this CUDA stream is ampc's own and does
+ * not reproduce torch's CUDA numbers (curand Philox with torch's per-thread offsets).
  *
- * Why counter based: element i of a request can be computed from (seed, offset, i) alone, so a
- * CPU loop, an OpenMP split and a CUDA grid all produce the same tensor. The layout is the one
+ * Why counter based: element i of a request can be computed from (seed, offset, i) alone, so any
+ * CUDA grid shape produces the same tensor. The layout is the one
  * of Random123 and of curand's Philox4_32_10:
  *
  *   key     = (seed & 0xffffffff, seed >> 32)

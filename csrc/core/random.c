@@ -1,11 +1,17 @@
-/* random.c: the per-device Philox generators and the frontends of the random ops.
+/* random.c: the per-device generators and the frontends of the random ops.
  *
- * A generator is just (seed, offset): Philox is counter based (philox.h), so a request reserves
- * a range of counter words and any device fills its tensor from (seed, offset, element index).
- * Reproducibility follows: manual_seed(s) then the same calls give bit-identical tensors on a
- * device, whatever the strides or the thread count. Frontends here check arguments with
- * PyTorch's messages, reserve words, and dispatch the RANDOM kernels; the kernels (cpu_random.c,
- * cuda/) own the transforms. The core runs under the binding's GIL, so the state needs no lock. */
+ * The CPU generator is torch's: MT19937 with its normal-sample caches (mt19937.h), so
+ * manual_seed(s) then the same calls give torch's CPU numbers bit for bit. Its stream is
+ * sequential, so the CPU kernels (cpu_random.c, cpu_sampling.c) draw from it directly, serially,
+ * in torch's element order; the (seed, offset) fields of the kernel arguments are unused there.
+ *
+ * CUDA generators stay Philox4x32-10 (philox.h): a state is (seed, offset), a request reserves a
+ * range of counter words and the grid fills its tensor from (seed, offset, element index), the
+ * same for any launch shape. This is ampc's own stream: it does not reproduce torch's CUDA
+ * numbers (curand's Philox with torch's per-thread offsets), only their distributions.
+ *
+ * Frontends here check arguments with PyTorch's messages, reserve words (CUDA), and dispatch the
+ * RANDOM kernels. The core runs under the binding's GIL, so the state needs no lock. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +19,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "autograd.h"
 #include "kernel_args.h"
+#include "mt19937.h"
 #include "ops.h"
 #include "philox.h"
 
@@ -26,6 +34,7 @@ typedef struct philox_state {
 } philox_state;
 
 static philox_state generators[AMPC_NUM_DEVICE_TYPES][AMPC_MAX_DEVICE_INDEX];
+static ampc_cpu_generator cpu_generator;
 static bool generators_ready = false;
 
 static void seed_all(uint64_t seed) {
@@ -34,6 +43,7 @@ static void seed_all(uint64_t seed) {
             generators[t][i].seed = seed;
             generators[t][i].offset = 0;
         }
+    ampc_mt_seed(&cpu_generator, seed);
     generators_ready = true;
 }
 
@@ -44,9 +54,14 @@ static philox_state *generator_of(ampc_device dev) {
     return &generators[type][index];
 }
 
+ampc_cpu_generator *ampc_cpu_generator_default(void) {
+    if (!generators_ready) seed_all(AMPC_DEFAULT_SEED);
+    return &cpu_generator;
+}
+
 void ampc_manual_seed(uint64_t seed) { seed_all(seed); }
 
-uint64_t ampc_initial_seed(void) { return generator_of(ampc_cpu_device())->seed; }
+uint64_t ampc_initial_seed(void) { return ampc_cpu_generator_default()->seed; }
 
 uint64_t ampc_seed(void) {
     uint64_t s = 0;
@@ -72,16 +87,58 @@ void ampc_philox_reserve(ampc_device dev, uint64_t n, uint64_t *seed, uint64_t *
     g->offset += (n + 3) & ~(uint64_t)3; /* whole blocks, so the next request starts a block */
 }
 
-void ampc_get_rng_state(ampc_device dev, uint64_t *seed, uint64_t *offset) {
+size_t ampc_rng_state_size(ampc_device dev) { return dev.type == AMPC_CPU ? AMPC_CPU_RNG_STATE_BYTES : 16; }
+
+void ampc_rng_state_get(ampc_device dev, uint8_t *out) {
+    if (dev.type == AMPC_CPU) {
+        ampc_mt_serialize(ampc_cpu_generator_default(), out);
+        return;
+    }
     philox_state *g = generator_of(dev);
-    *seed = g->seed;
-    *offset = g->offset;
+    for (int i = 0; i < 8; i++) {
+        out[i] = (uint8_t)(g->seed >> (8 * i));
+        out[8 + i] = (uint8_t)(g->offset >> (8 * i));
+    }
 }
 
-void ampc_set_rng_state(ampc_device dev, uint64_t seed, uint64_t offset) {
+ampc_status ampc_rng_state_set(ampc_device dev, const uint8_t *in, size_t n) {
+    if (n != ampc_rng_state_size(dev))
+        return ampc_set_error(AMPC_E_RUNTIME, "set_rng_state: expected a uint8 tensor of %zu bytes for a %s generator "
+                              "(as get_rng_state() returns), but got %zu bytes",
+                              ampc_rng_state_size(dev), dev.type == AMPC_CPU ? "CPU" : "CUDA", n);
+    if (dev.type == AMPC_CPU) {
+        if (!ampc_mt_deserialize(ampc_cpu_generator_default(), in))
+            return ampc_set_error(AMPC_E_RUNTIME, "set_rng_state: the bytes are not a CPU generator state");
+        return AMPC_OK;
+    }
     philox_state *g = generator_of(dev);
+    uint64_t seed = 0, offset = 0;
+    for (int i = 0; i < 8; i++) {
+        seed |= (uint64_t)in[i] << (8 * i);
+        offset |= (uint64_t)in[8 + i] << (8 * i);
+    }
     g->seed = seed;
     g->offset = (offset + 3) & ~(uint64_t)3;
+    return AMPC_OK;
+}
+
+void ampc_rng_state_for_seed(ampc_device dev, uint64_t seed, uint8_t *out) {
+    if (dev.type == AMPC_CPU) {
+        ampc_cpu_generator g;
+        ampc_mt_seed(&g, seed);
+        ampc_mt_serialize(&g, out);
+        return;
+    }
+    for (int i = 0; i < 8; i++) {
+        out[i] = (uint8_t)(seed >> (8 * i));
+        out[8 + i] = 0;
+    }
+}
+
+uint64_t ampc_rng_state_seed(const uint8_t *state) {
+    uint64_t s = 0;
+    for (int i = 0; i < 8; i++) s |= (uint64_t)state[i] << (8 * i); /* both layouts start with the seed */
+    return s;
 }
 
 /* ---------------------------------------------------------------- argument checks */
@@ -152,8 +209,8 @@ static ampc_status run_random(ampc_op op, ampc_tensor *t, uint64_t words_per_ele
     int64_t n = ampc_numel(t);
     if (n == 0) return AMPC_OK;
     (void)n_in;
-    uint64_t seed, offset;
-    ampc_philox_reserve(t->device, (uint64_t)n * words_per_element, &seed, &offset);
+    uint64_t seed = 0, offset = 0; /* the CPU kernels draw from the CPU generator itself */
+    if (t->device.type != AMPC_CPU) ampc_philox_reserve(t->device, (uint64_t)n * words_per_element, &seed, &offset);
     switch (op) {
     case AMPC_OP_UNIFORM: {
         ampc_uniform_args a = {.out = t, .from = ampc_scalar_to_double(s0), .to = ampc_scalar_to_double(s1),
@@ -289,6 +346,15 @@ static ampc_status all_within(const ampc_tensor *p, double lo, double hi, bool *
     return AMPC_OK;
 }
 
+/* The value of a one-element tensor (a wrapped number), read through a host float64 copy. */
+static ampc_status one_value(const ampc_tensor *t, double *v) {
+    ampc_tensor *h = ampc_to(t, AMPC_FLOAT64, ampc_cpu_device(), false);
+    if (!h) return ampc_last_status();
+    *v = *(const double *)ampc_data_ptr(h);
+    ampc_tensor_decref(h);
+    return AMPC_OK;
+}
+
 static ampc_status same_device(const char *op, const ampc_tensor *a, const ampc_tensor *b) {
     char d0[32], d1[32];
     if (!ampc_device_eq(a->device, b->device) && !b->is_wrapped_number && !a->is_wrapped_number)
@@ -312,7 +378,9 @@ ampc_status ampc_bernoulli_p_(ampc_tensor *t, const ampc_tensor *p) {
     if (st == AMPC_OK && !ok)
         st = ampc_set_error(AMPC_E_RUNTIME, "bernoulli: Expected p_in >= 0 && p_in <= 1 to be true, but got false.");
     if (st == AMPC_OK)
-        st = run_random(AMPC_OP_BERNOULLI, t, 1, ampc_scalar_none(), ampc_scalar_none(), 1, probs, NULL);
+        /* p carries the draw precision for the CPU kernel: torch draws doubles for a float64 p, floats otherwise */
+        st = run_random(AMPC_OP_BERNOULLI, t, 1, ampc_scalar_float(p->dtype == AMPC_FLOAT64 ? 64 : 32), ampc_scalar_none(),
+                        1, probs, NULL);
     ampc_tensor_decref(probs);
     return st;
 }
@@ -342,17 +410,29 @@ ampc_tensor *ampc_normal_tensors(const ampc_tensor *mean, const ampc_tensor *std
     if (ampc_broadcast_shapes("normal", mean->ndim, mean->shape, std->ndim, std->shape, &nd, shape) != AMPC_OK)
         return NULL;
     ampc_device dev = mean->is_wrapped_number ? std->device : mean->device;
+    /* torch's normal_out_impl: check std, draw normal_(0, std number or 1) into the output, then
+     * out *= std (a tensor std) and out += mean, each op rounding to the dtype as torch's do */
+    if (!std->is_wrapped_number) {
+        bool ok = true;
+        ampc_tensor *s = ampc_to(std, AMPC_FLOAT64, std->device, false);
+        if (!s) return NULL;
+        ampc_status st = all_within(s, 0.0, INFINITY, &ok);
+        ampc_tensor_decref(s);
+        if (st != AMPC_OK) return NULL;
+        if (!ok) {
+            ampc_set_error(AMPC_E_RUNTIME, "normal expects all elements of std >= 0.0");
+            return NULL;
+        }
+    }
     ampc_tensor *out = ampc_empty(nd, shape, dt, dev);
     if (!out) return NULL;
-    ampc_tensor *m = as_f64_param("normal", mean, out);
-    ampc_tensor *s = m ? as_f64_param("normal", std, out) : NULL;
-    ampc_status st = s ? AMPC_OK : ampc_last_status();
-    bool ok = true;
-    if (st == AMPC_OK) st = all_within(s, 0.0, INFINITY, &ok);
-    if (st == AMPC_OK && !ok) st = ampc_set_error(AMPC_E_RUNTIME, "normal expects all elements of std >= 0.0");
-    if (st == AMPC_OK) st = run_random(AMPC_OP_NORMAL, out, uniform_words(dt), ampc_scalar_none(), ampc_scalar_none(), 2, m, s);
-    ampc_tensor_decref(m);
-    ampc_tensor_decref(s);
+    bool prev = ampc_grad_mode_pause();
+    double sv = 1.0;
+    ampc_status st = std->is_wrapped_number ? one_value(std, &sv) : AMPC_OK;
+    if (st == AMPC_OK) st = ampc_normal_(out, 0.0, sv);
+    if (st == AMPC_OK && !std->is_wrapped_number) st = ampc_binary_(AMPC_OP_MUL, out, std, ampc_scalar_none());
+    if (st == AMPC_OK) st = ampc_binary_(AMPC_OP_ADD, out, mean, ampc_scalar_none());
+    ampc_grad_mode_restore(prev);
     if (st != AMPC_OK) {
         ampc_tensor_decref(out);
         return NULL;
@@ -362,9 +442,11 @@ ampc_tensor *ampc_normal_tensors(const ampc_tensor *mean, const ampc_tensor *std
 
 /* ---------------------------------------------------------------- randperm */
 
-/* Fisher-Yates on the host, from the top: step k (i = n-1-k) swaps position i with
- * j = x_k mod (i + 1), where x_k is the 64-bit value of words 2k, 2k+1 of the reserved range
- * (64 bits keep the modulo bias below 2^-32 for any n). */
+/* CPU: torch's randperm_cpu on the CPU generator. n < 2^32 / 20: start from the identity and
+ * swap position i with i + random() % (n - i) for i < n - 1; larger n: the inside-out
+ * Fisher-Yates with random64() % (i + 1) (torch's switch, so 32-bit modulo bias stays small).
+ * CUDA: ampc's own Philox shuffle on the host, from the top: step k (i = n-1-k) swaps position i
+ * with j = x_k mod (i + 1), x_k the 64-bit value of words 2k, 2k+1 of the reserved range. */
 ampc_tensor *ampc_randperm(int64_t n, ampc_dtype dtype, ampc_device dev) {
     if (n < 0) {
         ampc_set_error(AMPC_E_RUNTIME, "Trying to create tensor with negative dimension %lld: [%lld]", (long long)n,
@@ -400,8 +482,27 @@ ampc_tensor *ampc_randperm(int64_t n, ampc_dtype dtype, ampc_device dev) {
     ampc_tensor *host = ampc_empty(1, shape, AMPC_INT64, ampc_cpu_device());
     if (!host) return NULL;
     int64_t *v = (int64_t *)ampc_data_ptr(host);
-    for (int64_t i = 0; i < n; i++) v[i] = i;
-    if (n > 1) {
+    if (dev.type == AMPC_CPU) {
+        ampc_cpu_generator *g = ampc_cpu_generator_default();
+        if (n < (int64_t)(UINT32_MAX / 20)) {
+            for (int64_t i = 0; i < n; i++) v[i] = i;
+            for (int64_t i = 0; i < n - 1; i++) {
+                int64_t z = (int64_t)(ampc_mt_random(g) % (uint64_t)(n - i));
+                int64_t tmp = v[i];
+                v[i] = v[z + i];
+                v[z + i] = tmp;
+            }
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                int64_t z = (int64_t)(ampc_mt_random64(g) % (uint64_t)(i + 1));
+                v[i] = v[z];
+                v[z] = i;
+            }
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) v[i] = i;
+    }
+    if (dev.type != AMPC_CPU && n > 1) {
         uint64_t seed, offset;
         ampc_philox_reserve(dev, (uint64_t)(n - 1) * 2, &seed, &offset);
         ampc_philox_block b = {{0, 0, 0, 0}};

@@ -1,6 +1,6 @@
-/* random_transforms.h: what each RANDOM op makes of one Philox block, shared by the CPU kernels
- * (cpu/cpu_random.c) and the CUDA kernels (cuda/cuda_random.cu), so both devices produce the
- * same numbers by construction rather than by keeping two copies in step.
+/* random_transforms.h: what each RANDOM op makes of one Philox block in the CUDA kernels
+ * (cuda/cuda_random.cu), and the typed-argument plumbing (ampc_random_params) the CPU kernels
+ * share (cpu/cpu_random.c, which draws from torch's MT19937 instead, not from these blocks).
  *
  * A request's elements are grouped by block: block k (counted from the request's first block)
  * makes elements [k * per, k * per + per), per = 4 / words-per-element (philox.h). A kernel

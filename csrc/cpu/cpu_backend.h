@@ -15,6 +15,7 @@ void ampc_cpu_register_gemm(void);        /* cpu_gemm.c: GEMM */
 void ampc_cpu_register_index(void);       /* cpu_index.c: INDEX */
 void ampc_cpu_register_shape(void);       /* cpu_shape.c: tril/triu */
 void ampc_cpu_register_random(void);      /* cpu_random.c: RANDOM */
+void ampc_cpu_register_sampling(void);    /* cpu_sampling.c: the sampling ops of issue 12 */
 void ampc_cpu_register_amp(void);         /* cpu_amp.c: AMP (GradScaler) */
 void ampc_cpu_register_nn(void);          /* cpu_nn_*.c: NN (nn.functional) */
 void ampc_cpu_register_multi_tensor(void); /* cpu_multi_tensor.c: MULTI_TENSOR (clip_grad_norm_) */

@@ -1,23 +1,21 @@
-/* cpu_nn_misc.c: embedding (a bounds-checked row gather) and its backward, dropout with the
- * Philox stream, and the masked scale that is dropout's backward.
+/* cpu_nn_misc.c: embedding (a bounds-checked row gather) and its backward, dropout drawn from
+ * the CPU generator as torch's CPU dropout draws it, and the masked scale that is its backward.
  *
- * Dropout: element i (row-major index) keeps when philox_u32(word offset + i) < 1 - p, which is
- * the BERNOULLI transform of random_transforms.h over the same words: dropout's mask equals
- * bernoulli_(1 - p) drawn from the same generator state, on the CPU and on a CUDA kernel that
- * follows philox.h. Embedding backward groups the occurrences of each index (a counting sort)
+ * Dropout: element i (row-major index) keeps when its 53-bit uniform (random64) < 1 - p, the
+ * draws torch's noise.bernoulli_(1 - p) makes, so F.dropout's output equals torch's bit for bit
+ * after the same manual_seed (its mask equals bernoulli_(1 - p) from the same state). Embedding backward groups the occurrences of each index (a counting sort)
  * and sums each weight row's grads on one thread in index order: deterministic, and fp16 grads
  * round once per row. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/philox.h"
+#include "../core/mt19937.h"
+#include "../core/ops.h"
 #include "../core/kernel_args.h"
 #include "cpu_backend.h"
 #include "cpu_nn_common.h"
 
-/* dropout's chunks (nn_run_chunks) must start on a Philox block of 4 elements */
-_Static_assert(NN_CHUNK % 4 == 0, "NN_CHUNK must be a multiple of 4");
 
 /* ---------------------------------------------------------------- embedding */
 
@@ -99,46 +97,73 @@ static ampc_status cpu_embedding_backward(ampc_op op, const ampc_embedding_backw
 
 /* ---------------------------------------------------------------- dropout */
 
-typedef struct dropout_ctx {
-    const ampc_tensor *x, *mask; /* masked_scale: the bool mask it reads */
-    ampc_tensor *y;
-    bool *mask_out; /* dropout: the keep mask it writes */
-    double keep_p, scale;
-    uint64_t seed, block0;
-} dropout_ctx;
-
-static void dropout_chunk(void *vctx, int64_t k, int64_t i0, int64_t m, double *buf) {
-    const dropout_ctx *c = (const dropout_ctx *)vctx;
-    nn_load(c->x->dtype, ampc_data_ptr(c->x), i0, 1, m, buf);
-    for (int64_t i = 0; i < m; i += 4) {
-        ampc_philox_block blk = ampc_philox_at(c->seed, c->block0 + (uint64_t)(i0 + i) / 4);
-        for (int64_t j = 0; j < 4 && i + j < m; j++) {
-            bool keep = ampc_philox_u32(blk.w[j]) < c->keep_p;
-            c->mask_out[i0 + i + j] = keep;
-            buf[i + j] = keep ? buf[i + j] * c->scale : 0;
-        }
+/* A value rounded to a floating dtype (float64: itself). */
+static double round_to(ampc_dtype dt, double v) {
+    switch (dt) {
+    case AMPC_FLOAT32: return (float)v;
+    case AMPC_FLOAT16: return ampc_half_to_f32(ampc_f32_to_half((float)v));
+    case AMPC_BFLOAT16: return ampc_bf16_to_f32(ampc_f32_to_bf16((float)v));
+    default: return v;
     }
-    nn_store(c->y->dtype, ampc_data_ptr(c->y), i0, 1, m, buf);
 }
 
+/* x * s in the dtype's arithmetic (float for float32/16/bf16), rounded to it. */
+static double mul_in(ampc_dtype dt, double x, double s) {
+    return dt == AMPC_FLOAT64 ? x * s : round_to(dt, (float)x * (float)s);
+}
+
+/* The kept elements' factor 1 / (1 - p) as torch's noise.div_(1 - p) makes it: the divisor
+ * rounded to float first (a float division) for every dtype but float64, the quotient rounded
+ * to the dtype. */
+static double keep_scale(ampc_dtype dt, double p) {
+    if (dt == AMPC_FLOAT64) return 1.0 / (1.0 - p);
+    return round_to(dt, 1.0f / (float)(1.0 - p));
+}
+
+typedef struct masked_ctx {
+    const ampc_tensor *x, *mask;
+    ampc_tensor *y;
+    double scale;
+} masked_ctx;
+
+/* Dropout, torch's CPU composition: noise = bernoulli_(1 - p) (one random64 draw per element,
+ * in order, from the CPU generator), noise /= (1 - p), y = x * noise. p == 1 draws nothing
+ * (torch returns x * 0). Serial: the stream is sequential. */
 static ampc_status cpu_dropout(ampc_op op, const ampc_dropout_args *a) {
-    double p = a->p;
-    dropout_ctx c = {.x = a->x, .y = a->y, .mask_out = (bool *)ampc_data_ptr(a->mask), .keep_p = 1 - p,
-                     .scale = p < 1 ? 1 / (1 - p) : 0, .seed = a->seed, .block0 = a->offset / 4};
-    return nn_run_chunks(op, ampc_numel(c.x), 1, dropout_chunk, &c);
+    const ampc_tensor *x = a->x;
+    int64_t n = ampc_numel(x);
+    ampc_dtype dt = x->dtype;
+    bool *mask = (bool *)ampc_data_ptr(a->mask);
+    double keep_p = 1.0 - a->p, scale = a->p < 1 ? keep_scale(dt, a->p) : 0.0;
+    ampc_cpu_generator *g = ampc_cpu_generator_default();
+    double buf[NN_CHUNK];
+    for (int64_t i0 = 0; i0 < n; i0 += NN_CHUNK) {
+        int64_t m = n - i0 < NN_CHUNK ? n - i0 : NN_CHUNK;
+        nn_load(dt, ampc_data_ptr(x), i0, 1, m, buf);
+        for (int64_t i = 0; i < m; i++) {
+            bool keep = a->p < 1 && ampc_mt_unit_double(g) < keep_p;
+            mask[i0 + i] = keep;
+            buf[i] = mul_in(dt, buf[i], keep ? scale : 0.0);
+        }
+        nn_store(a->y->dtype, ampc_data_ptr(a->y), i0, 1, m, buf);
+    }
+    return AMPC_OK;
 }
 
+/* dropout's backward, grad * noise as torch's MulBackward computes it in the dtype. */
 static void masked_scale_chunk(void *vctx, int64_t k, int64_t i0, int64_t m, double *buf) {
-    const dropout_ctx *c = (const dropout_ctx *)vctx;
+    const masked_ctx *c = (const masked_ctx *)vctx;
     double *v = buf, *keep = buf + NN_CHUNK;
-    nn_load(c->x->dtype, ampc_data_ptr(c->x), i0, 1, m, v);
+    ampc_dtype dt = c->x->dtype;
+    double s = round_to(dt, c->scale);
+    nn_load(dt, ampc_data_ptr(c->x), i0, 1, m, v);
     nn_load(c->mask->dtype, ampc_data_ptr(c->mask), i0, 1, m, keep);
-    for (int64_t i = 0; i < m; i++) v[i] = keep[i] != 0 ? v[i] * c->scale : 0;
+    for (int64_t i = 0; i < m; i++) v[i] = mul_in(dt, v[i], keep[i] != 0 ? s : 0.0);
     nn_store(c->y->dtype, ampc_data_ptr(c->y), i0, 1, m, v);
 }
 
 static ampc_status cpu_masked_scale(ampc_op op, const ampc_masked_scale_args *a) {
-    dropout_ctx c = {.x = a->x, .mask = a->mask, .y = a->out, .scale = a->scale};
+    masked_ctx c = {.x = a->x, .mask = a->mask, .y = a->out, .scale = a->scale};
     return nn_run_chunks(op, ampc_numel(c.x), 2, masked_scale_chunk, &c);
 }
 

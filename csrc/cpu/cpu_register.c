@@ -11,6 +11,7 @@ void ampc_cpu_register(void) {
     ampc_cpu_register_index();
     ampc_cpu_register_shape();
     ampc_cpu_register_random();
+    ampc_cpu_register_sampling();
     ampc_cpu_register_amp();
     ampc_cpu_register_nn();
     ampc_cpu_register_multi_tensor();

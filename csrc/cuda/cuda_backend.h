@@ -106,6 +106,7 @@ void ampc_cuda_register_gemm(void);         /* cuda_gemm.cu: GEMM (cuBLASLt) */
 void ampc_cuda_register_index(void);        /* cuda_index.cu: INDEX, EMBEDDING, EMBEDDING_BACKWARD */
 void ampc_cuda_register_shape(void);        /* cuda_shape.cu: tril/triu */
 void ampc_cuda_register_random(void);       /* cuda_random.cu: RANDOM, DROPOUT, MASKED_SCALE */
+void ampc_cuda_register_sampling(void);     /* cuda_sampling.cu: the sampling ops of issue 12 */
 void ampc_cuda_register_nn_conv_pool(void); /* cuda_nn_conv_pool.cu: IM2COL, COL2IM, pools */
 void ampc_cuda_register_nn_norm(void);      /* cuda_nn_norm.cu: batch, layer, group norm */
 void ampc_cuda_register_nn_softmax(void);   /* cuda_nn_softmax.cu: the softmax family */

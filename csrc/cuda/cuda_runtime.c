@@ -174,6 +174,7 @@ void ampc_cuda_register(void) {
     ampc_cuda_register_index();
     ampc_cuda_register_shape();
     ampc_cuda_register_random();
+    ampc_cuda_register_sampling();
     ampc_cuda_register_nn_conv_pool();
     ampc_cuda_register_nn_norm();
     ampc_cuda_register_nn_softmax();

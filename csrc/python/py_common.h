@@ -112,6 +112,8 @@ extern PyMethodDef ampc_py_module_methods_linalg[];      /* py_linalg.c */
 extern PyMethodDef ampc_py_module_methods_index[];       /* py_index.c */
 extern PyMethodDef ampc_py_module_methods_shape[];       /* py_shape.c (issue 12 shape and index ops) */
 extern PyMethodDef ampc_py_module_methods_random[];      /* py_random.c */
+extern PyMethodDef ampc_py_module_methods_sampling[];    /* py_sampling.c */
+extern PyMethodDef ampc_py_module_methods_rng_state[];   /* py_rng_state.c */
 extern PyMethodDef ampc_py_module_methods_cuda[];        /* py_cuda.c */
 extern PyMethodDef ampc_py_module_methods_amp[];         /* py_amp.c */
 extern PyMethodDef ampc_py_module_methods_autocast[];    /* py_autocast.c */
@@ -132,6 +134,7 @@ extern PyMethodDef ampc_py_tensor_methods_index[];
 extern PyMethodDef ampc_py_tensor_methods_shape[];
 extern PyMethodDef ampc_py_tensor_methods_random[];
 extern PyMethodDef ampc_py_tensor_methods_surface[];     /* py_surface.c (resize_) */
+extern PyMethodDef ampc_py_tensor_methods_sampling[];
 
 /* Operators: number protocol and rich comparison live in py_elementwise.c, the mapping
  * protocol (indexing) in py_index.c; py_tensor.c installs them in the type. */

@@ -2,11 +2,12 @@
  * state, rand / randn / randint / randperm (+ _like), bernoulli, normal, and the in-place
  * Tensor methods uniform_ / normal_ / random_ / bernoulli_.
  *
- * generator=: an ampc.Generator (python/ampc/random.py) is a (seed, offset) pair held in its
- * `_seed` and `_offset` attributes. For the duration of one call its state is swapped into the
+ * generator=: an ampc.Generator (python/ampc/random.py) holds its device generator's state as
+ * bytes in its `_state` attribute (random.c: ampc_rng_state_get). For the duration of one call its state is swapped into the
  * device's generator and read back after, so the core keeps one generator per device and the
  * kernels never know the difference. Passing the default generator is the same as passing none. */
 #include "py_common.h"
+#include "py_random.h"
 
 #include "core/autograd.h"
 
@@ -18,24 +19,11 @@
 
 /* ------------------------------------------------------------------ generator= */
 
-typedef struct gen_scope {
-    PyObject *gen; /* borrowed; NULL when the call uses the device's own generator */
-    ampc_device dev;
-    uint64_t saved_seed, saved_offset;
-} gen_scope;
-
-static int read_u64_attr(PyObject *o, const char *name, uint64_t *out) {
-    PyObject *v = PyObject_GetAttrString(o, name);
-    if (!v) return -1;
-    *out = PyLong_AsUnsignedLongLongMask(v);
-    Py_DECREF(v);
-    return PyErr_Occurred() ? -1 : 0;
-}
-
-/* Installs `gen`'s state into the generator of `dev`. */
-static int gen_enter(gen_scope *g, PyObject *gen, ampc_device dev, const char *op) {
+/* Installs `gen`'s state (its `_state` bytes) into the generator of `dev`. */
+int ampc_py_gen_enter(gen_scope *g, PyObject *gen, ampc_device dev, const char *op) {
     g->gen = NULL;
     g->dev = dev;
+    g->saved = NULL;
     if (!gen || gen == Py_None) return 0;
     PyObject *is_default = PyObject_GetAttrString(gen, "_is_default");
     if (!is_default) {
@@ -59,25 +47,46 @@ static int gen_enter(gen_scope *g, PyObject *gen, ampc_device dev, const char *o
         return -1;
     }
     if (dflt) return 0;
-    uint64_t seed, offset;
-    if (read_u64_attr(gen, "_seed", &seed) < 0 || read_u64_attr(gen, "_offset", &offset) < 0) return -1;
-    ampc_get_rng_state(dev, &g->saved_seed, &g->saved_offset);
-    ampc_set_rng_state(dev, seed, offset);
+    PyObject *state = PyObject_GetAttrString(gen, "_state");
+    if (!state) return -1;
+    if (!PyBytes_Check(state)) {
+        Py_DECREF(state);
+        PyErr_SetString(PyExc_TypeError, "generator: _state must be bytes");
+        return -1;
+    }
+    size_t size = ampc_rng_state_size(dev);
+    g->saved = (uint8_t *)PyMem_Malloc(size);
+    if (!g->saved) {
+        Py_DECREF(state);
+        PyErr_NoMemory();
+        return -1;
+    }
+    ampc_rng_state_get(dev, g->saved);
+    ampc_status st = ampc_rng_state_set(dev, (const uint8_t *)PyBytes_AS_STRING(state), (size_t)PyBytes_GET_SIZE(state));
+    Py_DECREF(state);
+    if (st != AMPC_OK) {
+        PyMem_Free(g->saved);
+        g->saved = NULL;
+        ampc_py_raise();
+        return -1;
+    }
     g->gen = gen;
     return 0;
 }
 
 /* Writes the advanced state back to the generator and restores the device's own. Keeps any
  * exception already set; returns -1 if one is set afterwards. */
-static int gen_exit(gen_scope *g) {
+int ampc_py_gen_exit(gen_scope *g) {
     if (!g->gen) return PyErr_Occurred() ? -1 : 0;
-    uint64_t seed, offset;
-    ampc_get_rng_state(g->dev, &seed, &offset);
-    ampc_set_rng_state(g->dev, g->saved_seed, g->saved_offset);
+    size_t size = ampc_rng_state_size(g->dev);
+    PyObject *o = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (o) ampc_rng_state_get(g->dev, (uint8_t *)PyBytes_AS_STRING(o));
+    ampc_rng_state_set(g->dev, g->saved, size);
+    PyMem_Free(g->saved);
+    g->saved = NULL;
     PyObject *exc_type, *exc_value, *exc_tb;
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    PyObject *o = PyLong_FromUnsignedLongLong(offset);
-    int rc = o ? PyObject_SetAttrString(g->gen, "_offset", o) : -1;
+    int rc = o ? PyObject_SetAttrString(g->gen, "_state", o) : -1;
     Py_XDECREF(o);
     if (exc_type) {
         if (rc < 0) PyErr_Clear();
@@ -133,13 +142,13 @@ static PyObject *make_filled(int nd, const int64_t *shape, ampc_dtype dtype, amp
     ampc_tensor *t = ampc_empty(nd, shape, dtype, dev);
     if (!t) return ampc_py_raise();
     gen_scope g;
-    if (gen_enter(&g, generator, dev, op) < 0) {
+    if (ampc_py_gen_enter(&g, generator, dev, op) < 0) {
         ampc_tensor_decref(t);
         return NULL;
     }
     ampc_status st = fill(t, ctx);
     if (st != AMPC_OK) ampc_py_raise();
-    if (gen_exit(&g) < 0) {
+    if (ampc_py_gen_exit(&g) < 0) {
         ampc_tensor_decref(t);
         return NULL;
     }
@@ -152,10 +161,10 @@ static PyObject *fill_in_place(PyObject *self, PyObject *generator, fill_fn fill
     /* A leaf that requires grad may only be refilled under no_grad (nn.init does that). */
     if (ampc_py_check(ampc_autograd_check_inplace(t)) < 0) return NULL;
     gen_scope g;
-    if (gen_enter(&g, generator, t->device, op) < 0) return NULL;
+    if (ampc_py_gen_enter(&g, generator, t->device, op) < 0) return NULL;
     ampc_status st = fill(t, ctx);
     if (st != AMPC_OK) ampc_py_raise();
-    if (gen_exit(&g) < 0) return NULL;
+    if (ampc_py_gen_exit(&g) < 0) return NULL;
     Py_INCREF(self);
     return self;
 }
@@ -219,55 +228,6 @@ static PyObject *py_initial_seed(PyObject *m, PyObject *unused) {
 }
 
 static PyObject *py_seed(PyObject *m, PyObject *unused) { return PyLong_FromUnsignedLongLong(ampc_seed()); }
-
-/* The state as PyTorch's CUDA generator has it: 16 bytes, seed then offset, little-endian. */
-static PyObject *py_get_rng_state(PyObject *m, PyObject *args, PyObject *kwargs) {
-    KW("device");
-    PyObject *devobj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:get_rng_state", kwlist, &devobj)) return NULL;
-    ampc_device dev;
-    if (ampc_py_device(devobj, ampc_cpu_device(), &dev, "get_rng_state") < 0) return NULL;
-    uint64_t seed, offset;
-    ampc_get_rng_state(dev, &seed, &offset);
-    int64_t shape[1] = {16};
-    ampc_tensor *t = ampc_empty(1, shape, AMPC_UINT8, ampc_cpu_device());
-    if (!t) return ampc_py_raise();
-    uint8_t *p = (uint8_t *)ampc_data_ptr(t);
-    for (int i = 0; i < 8; i++) {
-        p[i] = (uint8_t)(seed >> (8 * i));
-        p[8 + i] = (uint8_t)(offset >> (8 * i));
-    }
-    return ampc_py_wrap(t);
-}
-
-static PyObject *py_set_rng_state(PyObject *m, PyObject *args, PyObject *kwargs) {
-    KW("new_state", "device");
-    PyObject *state, *devobj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:set_rng_state", kwlist, &state, &devobj)) return NULL;
-    ampc_tensor *t = ampc_py_unwrap(state, "set_rng_state", "new_state");
-    if (!t) return NULL;
-    ampc_device dev;
-    if (ampc_py_device(devobj, ampc_cpu_device(), &dev, "set_rng_state") < 0) return NULL;
-    if (t->dtype != AMPC_UINT8 || ampc_numel(t) != 16) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "set_rng_state: expected a uint8 tensor of 16 bytes (seed, offset) as returned by "
-                        "get_rng_state()");
-        return NULL;
-    }
-    ampc_tensor *host = ampc_to(t, AMPC_UINT8, ampc_cpu_device(), false);
-    ampc_tensor *c = host ? ampc_contiguous(host) : NULL;
-    ampc_tensor_decref(host);
-    if (!c) return ampc_py_raise();
-    const uint8_t *p = (const uint8_t *)ampc_data_ptr(c);
-    uint64_t seed = 0, offset = 0;
-    for (int i = 0; i < 8; i++) {
-        seed |= (uint64_t)p[i] << (8 * i);
-        offset |= (uint64_t)p[8 + i] << (8 * i);
-    }
-    ampc_tensor_decref(c);
-    ampc_set_rng_state(dev, seed, offset);
-    Py_RETURN_NONE;
-}
 
 /* ------------------------------------------------------------------ rand / randn */
 
@@ -406,10 +366,10 @@ static PyObject *py_randperm(PyObject *m, PyObject *args, PyObject *kwargs) {
     ampc_device dev;
     if (ampc_py_factory_dtype_device(&kw, op, AMPC_INT64, ampc_py_factory_device(), &dt, &dev) < 0) return NULL;
     gen_scope g;
-    if (gen_enter(&g, kw.generator, dev, op) < 0) return NULL;
+    if (ampc_py_gen_enter(&g, kw.generator, dev, op) < 0) return NULL;
     ampc_tensor *t = ampc_randperm(n, dt, dev);
     if (!t) ampc_py_raise();
-    if (gen_exit(&g) < 0) {
+    if (ampc_py_gen_exit(&g) < 0) {
         ampc_tensor_decref(t);
         return NULL;
     }
@@ -498,10 +458,10 @@ static PyObject *py_normal(PyObject *m, PyObject *args, PyObject *kwargs) {
     PyObject *result = NULL;
     if (st) {
         gen_scope g;
-        if (gen_enter(&g, kw.generator, dev, op) == 0) {
+        if (ampc_py_gen_enter(&g, kw.generator, dev, op) == 0) {
             ampc_tensor *t = ampc_normal_tensors(mt, st);
             if (!t) ampc_py_raise();
-            if (gen_exit(&g) < 0) ampc_tensor_decref(t);
+            if (ampc_py_gen_exit(&g) < 0) ampc_tensor_decref(t);
             else result = finish(t, kw.requires_grad);
         }
     }
@@ -568,8 +528,6 @@ PyMethodDef ampc_py_module_methods_random[] = {
     {"manual_seed", py_manual_seed, METH_O, "Seeds the generators of every device (reproducible results)."},
     {"initial_seed", py_initial_seed, METH_NOARGS, "The seed the CPU generator was last seeded with."},
     {"seed", py_seed, METH_NOARGS, "Seeds every device with a non-deterministic seed and returns it."},
-    {"get_rng_state", METHOD(py_get_rng_state), VA, "The generator state (seed, offset) as a uint8 tensor of 16 bytes."},
-    {"set_rng_state", METHOD(py_set_rng_state), VA, "Restores a state returned by get_rng_state."},
     {"rand", METHOD(py_rand), VA, "rand(*size, dtype=None, device=None, requires_grad=False, generator=None): U[0, 1)"},
     {"randn", METHOD(py_randn), VA, "randn(*size, ...): standard normal samples"},
     {"rand_like", METHOD(py_rand_like), VA, "rand_like(input, *, dtype=None, device=None)"},

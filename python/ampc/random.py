@@ -1,13 +1,14 @@
 """ampc.random: seeding, generator state and ampc.Generator (torch.random / torch.Generator).
 
-ampc's generators are Philox4x32-10 streams (csrc/core/philox.h): a state is just (seed, offset),
-one per device, and a Generator object is such a pair of its own. Passing generator=g to a random
-function draws from g's stream and advances g, leaving the device's default generator untouched.
-get_rng_state() returns the state as a uint8 tensor of 16 bytes (seed then offset,
-little-endian), the layout of torch's CUDA generator state.
+The CPU generator is torch's (MT19937 with its normal-sample caches, csrc/core/mt19937.h), so
+manual_seed(s) followed by the same calls gives torch's CPU numbers. CUDA generators are ampc's
+Philox streams (seed, offset; csrc/core/philox.h). A Generator object holds a state of its own as
+bytes; passing generator=g to a random function draws from g's state and advances g, leaving
+the device's default generator untouched. get_rng_state() returns a state as a uint8 tensor (the
+CPU's is ampc's layout, not torch's; get_state/set_state round-trip).
 """
+import contextlib
 import os
-import struct
 
 from . import _C
 
@@ -22,30 +23,17 @@ def _check_seed(seed):
     return seed & _U64  # negative seeds wrap, as in torch
 
 
-def _state_tensor(seed, offset):
-    raw = struct.pack("<QQ", _check_seed(seed), int(offset) & _U64)
-    return _C.tensor(list(raw), dtype=_C.uint8)
-
-
-def _state_pair(state):
-    if not isinstance(state, _C.Tensor) or state.dtype != _C.uint8 or state.numel() != 16:
-        raise RuntimeError("expected a uint8 tensor of 16 bytes (seed, offset) as returned by get_state()")
-    return struct.unpack("<QQ", bytes(state.cpu().tolist()))
-
-
 class Generator:
-    """A Philox stream of its own: Generator(device="cpu").manual_seed(s)."""
+    """A generator of its own: Generator(device="cpu").manual_seed(s)."""
 
     _is_default = False
 
     def __init__(self, device="cpu"):
         self.device = _C.device(device)
-        self._seed = _DEFAULT_SEED
-        self._offset = 0
+        self._state = _C._rng_state_for_seed(self.device, _DEFAULT_SEED)
 
     def manual_seed(self, seed):
-        self._seed = _check_seed(seed)
-        self._offset = 0
+        self._state = _C._rng_state_for_seed(self.device, _check_seed(seed))
         return self
 
     def seed(self):
@@ -54,17 +42,22 @@ class Generator:
         return s
 
     def initial_seed(self):
-        return self._seed
+        return _C._rng_state_seed(self._state)
 
     def get_state(self):
-        return _state_tensor(self._seed, self._offset)
+        return _C._rng_state_tensor(self._state)
 
     def set_state(self, new_state):
-        self._seed, self._offset = _state_pair(new_state)
+        self._state = _C._rng_state_bytes(self.device, new_state)
         return self
 
+    def clone_state(self):
+        g = Generator(self.device)
+        g._state = self._state
+        return g
+
     def __repr__(self):
-        return f"<ampc.Generator device={self.device} seed={self._seed} offset={self._offset}>"
+        return f"<ampc.Generator device={self.device} seed={self.initial_seed()}>"
 
 
 class _DefaultGenerator(Generator):
@@ -76,26 +69,19 @@ class _DefaultGenerator(Generator):
     def __init__(self, device="cpu"):
         self.device = _C.device(device)
 
-    def _pair(self):
-        return _state_pair(_C.get_rng_state(device=self.device))
-
     @property
-    def _seed(self):
-        return self._pair()[0]
-
-    @property
-    def _offset(self):
-        return self._pair()[1]
+    def _state(self):
+        return _C._rng_state_bytes(self.device, _C.get_rng_state(device=self.device))
 
     def manual_seed(self, seed):
-        _C.set_rng_state(_state_tensor(seed, 0), device=self.device)
+        _C.set_rng_state(_C._rng_state_tensor(_C._rng_state_for_seed(self.device, _check_seed(seed))),
+                         device=self.device)
         return self
 
     def get_state(self):
         return _C.get_rng_state(device=self.device)
 
     def set_state(self, new_state):
-        _state_pair(new_state)
         _C.set_rng_state(new_state, device=self.device)
         return self
 
@@ -123,5 +109,25 @@ def get_rng_state():
 
 
 def set_rng_state(new_state):
-    _state_pair(new_state)
     _C.set_rng_state(new_state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type="cuda"):
+    """Restores the CPU generator (and those of `devices`, CUDA device indices) on exit, as
+    torch.random.fork_rng."""
+    if not enabled:
+        yield
+        return
+    if devices is None:
+        from . import cuda
+        devices = list(range(cuda.device_count()))
+    devices = [_C.device(d if not isinstance(d, int) else f"cuda:{d}") for d in devices]
+    cpu_state = _C.get_rng_state()
+    dev_states = [(d, _C.get_rng_state(device=d)) for d in devices]
+    try:
+        yield
+    finally:
+        _C.set_rng_state(cpu_state)
+        for d, st in dev_states:
+            _C.set_rng_state(st, device=d)

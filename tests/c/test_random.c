@@ -1,9 +1,10 @@
-/* test_random.c: Philox known answers, the stream layout, generator state, statistics of every
+/* test_random.c: Philox and MT19937 known answers, the CPU stream layout, generator state, statistics of every
  * random kernel, layout independence (strided outputs), errors, randperm and ARANGE. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/kernel_args.h"
+#include "core/mt19937.h"
 #include "core/philox.h"
 #include "ctest.h"
 
@@ -62,28 +63,35 @@ CTEST(random_reproducible) {
     ampc_manual_seed(124);
     CHECK(ampc_uniform_(b, 0, 1) == AMPC_OK);
     CHECK(memcmp(ampc_data_ptr(a), ampc_data_ptr(b), 1001 * 4) != 0);
-    /* get/set state replays a draw */
-    uint64_t seed, offset;
-    ampc_get_rng_state(ampc_cpu_device(), &seed, &offset);
-    CHECK(seed == 124 && offset == 1004); /* 1001 words rounded up to whole blocks */
-    CHECK(ampc_normal_(a, 0, 1) == AMPC_OK);
-    ampc_set_rng_state(ampc_cpu_device(), seed, offset);
-    CHECK(ampc_normal_(b, 0, 1) == AMPC_OK);
+    /* get/set state replays a draw (state bytes, the normal-sample cache included) */
+    uint8_t state[AMPC_CPU_RNG_STATE_BYTES];
+    CHECK(ampc_rng_state_size(ampc_cpu_device()) == AMPC_CPU_RNG_STATE_BYTES);
+    ampc_tensor *s3 = new1d(3, AMPC_FLOAT32), *s3b = new1d(3, AMPC_FLOAT32);
+    CHECK(ampc_normal_(s3, 0, 1) == AMPC_OK); /* 3 < 16: the serial path leaves a cached sample */
+    ampc_rng_state_get(ampc_cpu_device(), state);
+    CHECK(ampc_rng_state_seed(state) == 124);
+    CHECK(ampc_normal_(a, 0, 1) == AMPC_OK && ampc_normal_(s3, 0, 1) == AMPC_OK);
+    CHECK(ampc_rng_state_set(ampc_cpu_device(), state, sizeof state) == AMPC_OK);
+    CHECK(ampc_normal_(b, 0, 1) == AMPC_OK && ampc_normal_(s3b, 0, 1) == AMPC_OK);
     CHECK(memcmp(ampc_data_ptr(a), ampc_data_ptr(b), 1001 * 4) == 0);
-    /* the first element of a request is word `offset` of the stream */
-    ampc_manual_seed(7);
+    CHECK(memcmp(ampc_data_ptr(s3), ampc_data_ptr(s3b), 3 * 4) == 0);
+    CHECK(ampc_rng_state_set(ampc_cpu_device(), state, 16) != AMPC_OK); /* wrong size */
+    memset(state + 8, 0xff, 8);                                         /* left/next out of range */
+    CHECK(ampc_rng_state_set(ampc_cpu_device(), state, sizeof state) != AMPC_OK);
+    /* the engine is MT19937 (torch's): the C++ standard's answers for the default seed 5489 */
+    ampc_cpu_generator g;
+    ampc_mt_seed(&g, 5489);
+    CHECK(ampc_mt_random(&g) == 3499211612u && ampc_mt_random(&g) == 581869302u && ampc_mt_random(&g) == 3890346734u);
+    for (int i = 3; i < 9999; i++) ampc_mt_random(&g);
+    CHECK(ampc_mt_random(&g) == 4123659995u);
+    ampc_mt_seed(&g, ((uint64_t)1 << 32) + 5489); /* the engine takes the low 32 bits of the seed */
+    CHECK(ampc_mt_random64(&g) == (((uint64_t)3499211612u << 32) | 581869302u));
+    /* rand's first element is the first draw's low 24 bits / 2^24 */
+    ampc_manual_seed(5489);
     CHECK(ampc_uniform_(a, 0, 1) == AMPC_OK);
-    float first = ((float *)ampc_data_ptr(a))[0];
-    CHECK(first == ampc_philox_u24(ampc_philox_word(7, 0)));
-    CHECK(((float *)ampc_data_ptr(a))[5] == ampc_philox_u24(ampc_philox_word(7, 5)));
-    /* normals: element i is the per-element formula at the request's first block */
-    uint64_t s7, off7;
-    ampc_get_rng_state(ampc_cpu_device(), &s7, &off7);
-    CHECK(ampc_normal_(a, 0, 1) == AMPC_OK);
-    int same = 1;
-    for (int64_t i = 0; i < 1001; i += 97)
-        same &= ((float *)ampc_data_ptr(a))[i] == (float)ampc_philox_normal_at(7, off7 / 4, (uint64_t)i, 0);
-    CHECK(same);
+    CHECK(((float *)ampc_data_ptr(a))[0] == (float)(3499211612u & 0xffffffu) / 16777216.0f);
+    CHECK(((float *)ampc_data_ptr(a))[1] == (float)(581869302u & 0xffffffu) / 16777216.0f);
+    DECREF(s3, s3b);
     ampc_tensor_decref(a);
     ampc_tensor_decref(b);
 }
@@ -135,24 +143,22 @@ CTEST(random_normal_stats) {
 }
 
 CTEST(random_strided_outputs) {
-    /* A transposed and a step-sliced output get the same values, at the same row-major
-     * positions, as a contiguous one. */
+    /* torch's element order: a transposed output is filled in memory order (uniform, random_),
+     * a step-sliced one in row-major order, as torch's TensorIterator walks them. */
     int64_t shape[2] = {37, 53};
     ampc_tensor *base = ampc_zeros(2, shape, AMPC_FLOAT32, ampc_cpu_device());
     ampc_tensor *tt = ampc_transpose(base, 0, 1); /* (53, 37) view */
-    int64_t tshape[2] = {53, 37};
-    ampc_tensor *ref = ampc_empty(2, tshape, AMPC_FLOAT32, ampc_cpu_device());
-    ampc_op ops[3] = {AMPC_OP_UNIFORM, AMPC_OP_NORMAL, AMPC_OP_RANDINT};
-    for (int k = 0; k < 3; k++) {
+    ampc_tensor *ref = ampc_empty(2, shape, AMPC_FLOAT32, ampc_cpu_device());
+    for (int k = 0; k < 2; k++) {
         ampc_manual_seed(9);
-        ampc_status s1 = k == 0 ? ampc_uniform_(tt, 0, 1) : k == 1 ? ampc_normal_(tt, 0, 1) : ampc_random_(tt, -5, 5);
+        ampc_status s1 = k == 0 ? ampc_uniform_(tt, 0, 1) : ampc_random_(tt, -5, 5);
         ampc_manual_seed(9);
-        ampc_status s2 = k == 0 ? ampc_uniform_(ref, 0, 1) : k == 1 ? ampc_normal_(ref, 0, 1) : ampc_random_(ref, -5, 5);
+        ampc_status s2 = k == 0 ? ampc_uniform_(ref, 0, 1) : ampc_random_(ref, -5, 5);
         CHECK(s1 == AMPC_OK && s2 == AMPC_OK);
         int same = 1;
-        for (int64_t i = 0; i < 53 * 37; i++) same &= elem(tt, i) == elem(ref, i);
+        for (int64_t i = 0; i < 53; i++)
+            for (int64_t j = 0; j < 37; j++) same &= elem(tt, i * 37 + j) == elem(ref, j * 53 + i);
         CHECK(same);
-        (void)ops;
     }
     ampc_tensor *sl = ampc_slice(base, 1, 1, 53, 3); /* (37, 18), inner stride 3 */
     int64_t sshape[2] = {37, 18};
@@ -335,11 +341,11 @@ CTEST(random_errors) {
     CHECK(ampc_randperm(3, AMPC_BOOL, ampc_cpu_device()) == NULL);
     /* zero-size tensors are fine and draw nothing */
     ampc_tensor *e = new1d(0, AMPC_FLOAT32);
-    uint64_t s0, o0, s1, o1;
-    ampc_get_rng_state(ampc_cpu_device(), &s0, &o0);
+    uint8_t st0[AMPC_CPU_RNG_STATE_BYTES], st1[AMPC_CPU_RNG_STATE_BYTES];
+    ampc_rng_state_get(ampc_cpu_device(), st0);
     CHECK(ampc_uniform_(e, 0, 1) == AMPC_OK && ampc_normal_(e, 0, 1) == AMPC_OK);
-    ampc_get_rng_state(ampc_cpu_device(), &s1, &o1);
-    CHECK(o0 == o1);
+    ampc_rng_state_get(ampc_cpu_device(), st1);
+    CHECK(memcmp(st0, st1, sizeof st0) == 0);
     DECREF(e, f, l, u);
 }
 

@@ -89,8 +89,8 @@ from .streams import (Event, Stream, StreamContext, current_stream, default_stre
 # ---- random numbers: one Philox generator per GPU (csrc/core/random.c) ----
 
 def _state_of(seed):
-    from ..random import _state_tensor
-    return _state_tensor(seed, 0)
+    from ..random import _check_seed
+    return _C._rng_state_tensor(_C._rng_state_for_seed(_C.device("cuda"), _check_seed(seed)))
 
 
 def manual_seed(seed):

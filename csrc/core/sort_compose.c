@@ -1,0 +1,306 @@
+/* sort_compose.c: the frontends built on sorted data: searchsorted, bucketize, isin, unique,
+ * unique_consecutive, histc, bincount and quantile / nanquantile, with PyTorch's checks and
+ * messages.
+ *
+ * searchsorted and isin dispatch the SEARCHSORTED / ISIN kernels (isin on the sorted test
+ * elements); unique sorts (SORT) and collapses runs (UNIQUE_CONSECUTIVE); the sizes of unique's
+ * and bincount's results depend on the data, so they read one number back from the device, as
+ * PyTorch does. quantile is a composition of recording ops (sort, gather, arithmetic), as in
+ * PyTorch, so its gradient flows through SortBackward0 and GatherBackward0. */
+#include <math.h>
+#include <string.h>
+
+#include "derivatives.h"
+#include "kernel_args.h"
+#include "ops.h"
+#include "sort.h"
+#include "sort_internal.h"
+
+static ampc_tensor *fail_null(ampc_tensor *a, ampc_tensor *b, ampc_tensor *c) {
+    ampc_tensor_decref(a);
+    ampc_tensor_decref(b);
+    ampc_tensor_decref(c);
+    return NULL;
+}
+
+/* one element of a 0-dim or 1-element tensor, read back to the host */
+static ampc_status read_scalar(const ampc_tensor *t, ampc_scalar *out) { return ampc_get_scalar(t, 0, out); }
+
+/* amin / amax of every element of t (non-empty), read back */
+static ampc_status min_max(const ampc_tensor *t, ampc_scalar *lo, ampc_scalar *hi) {
+    ampc_tensor *mn = ampc_reduce(AMPC_OP_AMIN, t, 0, NULL, false, AMPC_DTYPE_UNDEFINED);
+    ampc_tensor *mx = mn ? ampc_reduce(AMPC_OP_AMAX, t, 0, NULL, false, AMPC_DTYPE_UNDEFINED) : NULL;
+    ampc_status st = mx ? read_scalar(mn, lo) : ampc_last_status();
+    if (st == AMPC_OK) st = read_scalar(mx, hi);
+    ampc_tensor_decref(mn);
+    ampc_tensor_decref(mx);
+    return st;
+}
+
+/* ------------------------------------------------------------------ searchsorted, bucketize, isin */
+
+static ampc_tensor *run_search(ampc_op op, const ampc_tensor *s, const ampc_tensor *v, const ampc_tensor *sorter,
+                               ampc_dtype out_dt, bool right, bool invert) {
+    ampc_dtype dt = ampc_promote_types(s->dtype, v->dtype);
+    ampc_tensor *sc = ampc_to(s, dt, s->device, false), *vc = ampc_to(v, dt, v->device, false);
+    ampc_tensor *out = sc && vc ? ampc_empty(v->ndim, v->shape, out_dt, v->device) : NULL;
+    ampc_tensor *vk = out ? ampc_sort_dim_last(vc, v->ndim ? v->ndim - 1 : 0) : NULL;
+    ampc_tensor *ok = vk ? ampc_sort_dim_last(out, v->ndim ? v->ndim - 1 : 0) : NULL;
+    if (!ok) {
+        fail_null(sc, vc, out);
+        return fail_null(vk, NULL, NULL);
+    }
+    ampc_status st = AMPC_OK;
+    if (ampc_numel(out) > 0) {
+        ampc_searchsorted_args args = {.out = ok, .sorted = sc, .values = vk, .sorter = sorter, .right = right,
+                                       .invert = invert};
+        st = ampc_dispatch_searchsorted(op, &args);
+    }
+    fail_null(sc, vc, vk);
+    ampc_tensor_decref(ok);
+    if (st != AMPC_OK) return fail_null(out, NULL, NULL);
+    return out;
+}
+
+ampc_tensor *ampc_searchsorted(const ampc_tensor *s, const ampc_tensor *v, bool out_int32, bool right,
+                               const ampc_tensor *sorter) {
+    char b1[128], b2[128];
+    if (s->ndim == 0) {
+        ampc_set_error(AMPC_E_RUNTIME,
+                       "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension");
+        return NULL;
+    }
+    if (v->ndim == 0 && s->ndim != 1) {
+        ampc_set_error(AMPC_E_RUNTIME,
+                       "torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension is 1, "
+                       "but we got boundaries tensor dim(%d) and input value's dim(0) numel(1)",
+                       s->ndim);
+        return NULL;
+    }
+    bool leading_match = s->ndim == v->ndim;
+    for (int i = 0; leading_match && i < s->ndim - 1; i++) leading_match = s->shape[i] == v->shape[i];
+    if (s->ndim != 1 && !leading_match) {
+        ampc_set_error(AMPC_E_RUNTIME,
+                       "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+                       "boundaries tensor and input value tensor must match, but we got boundaries tensor %s and input "
+                       "value tensor %s",
+                       ampc_shape_str(s->ndim, s->shape, b1, sizeof b1), ampc_shape_str(v->ndim, v->shape, b2, sizeof b2));
+        return NULL;
+    }
+    if (s->device.type != v->device.type || s->device.index != v->device.index) {
+        ampc_set_error(AMPC_E_RUNTIME, "torch.searchsorted(): boundaries and input value tensors should be on the same device");
+        return NULL;
+    }
+    if (sorter) {
+        if (sorter->dtype != AMPC_INT64) {
+            ampc_set_error(AMPC_E_RUNTIME, "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype %s",
+                           ampc_dtype_torch_name(sorter->dtype));
+            return NULL;
+        }
+        bool same = sorter->ndim == s->ndim;
+        for (int i = 0; same && i < s->ndim; i++) same = sorter->shape[i] == s->shape[i];
+        if (!same) {
+            ampc_set_error(AMPC_E_RUNTIME,
+                           "torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor "
+                           "%s and got sorter tensor %s",
+                           ampc_shape_str(s->ndim, s->shape, b1, sizeof b1),
+                           ampc_shape_str(sorter->ndim, sorter->shape, b2, sizeof b2));
+            return NULL;
+        }
+        if (ampc_numel(sorter) > 0) { /* every index is read by the kernel: check them first */
+            ampc_scalar lo, hi;
+            if (min_max(sorter, &lo, &hi) != AMPC_OK) return NULL;
+            if (ampc_scalar_to_int(lo) < 0 || ampc_scalar_to_int(hi) >= s->shape[s->ndim - 1]) {
+                ampc_set_error(AMPC_E_RUNTIME, "torch.searchsorted(): sorter index out of range");
+                return NULL;
+            }
+        }
+    }
+    return run_search(AMPC_OP_SEARCHSORTED, s, v, sorter, out_int32 ? AMPC_INT32 : AMPC_INT64, right, false);
+}
+
+ampc_tensor *ampc_bucketize(const ampc_tensor *input, const ampc_tensor *boundaries, bool out_int32, bool right) {
+    if (boundaries->ndim != 1) {
+        ampc_set_error(AMPC_E_RUNTIME, "boundaries tensor must be 1 dimension, but got dim(%d)", boundaries->ndim);
+        return NULL;
+    }
+    return ampc_searchsorted(boundaries, input, out_int32, right, NULL);
+}
+
+/* the elements of t flattened and sorted ascending (values only, no autograd) */
+static ampc_tensor *sorted_flat(const ampc_tensor *t, ampc_dtype dt, ampc_tensor **perm) {
+    int64_t n = ampc_numel(t);
+    ampc_tensor *c = ampc_to(t, dt, t->device, false);
+    ampc_tensor *flat = c ? ampc_reshape(c, 1, &n) : NULL;
+    ampc_tensor_decref(c);
+    if (!flat) return NULL;
+    ampc_tensor *values = NULL, *indices = NULL;
+    ampc_status st;
+    AD_PAUSED(st, ampc_sort(flat, 0, false, true, &values, &indices));
+    ampc_tensor_decref(flat);
+    if (st != AMPC_OK) return NULL;
+    if (perm) *perm = indices;
+    else ampc_tensor_decref(indices);
+    return values;
+}
+
+ampc_tensor *ampc_isin(const ampc_tensor *elements, const ampc_tensor *test, bool invert) {
+    if (elements->device.type != test->device.type || elements->device.index != test->device.index) {
+        ampc_set_error(AMPC_E_RUNTIME, "isin(): Expected elements and test_elements to be on the same device");
+        return NULL;
+    }
+    ampc_dtype dt = ampc_promote_types(elements->dtype, test->dtype);
+    ampc_tensor *sorted = sorted_flat(test, dt, NULL);
+    if (!sorted) return NULL;
+    ampc_tensor *out = run_search(AMPC_OP_ISIN, sorted, elements, NULL, AMPC_BOOL, false, invert);
+    ampc_tensor_decref(sorted);
+    return out;
+}
+
+/* ------------------------------------------------------------------ unique, unique_consecutive */
+
+ampc_status ampc_unique(const ampc_tensor *a, bool consecutive, ampc_tensor **values, ampc_tensor **inverse,
+                        ampc_tensor **counts) {
+    bool want_inv = inverse != NULL, want_cnt = counts != NULL;
+    *values = NULL;
+    if (want_inv) *inverse = NULL;
+    if (want_cnt) *counts = NULL;
+    int64_t n = ampc_numel(a);
+    ampc_tensor *input = NULL, *perm = NULL;
+    if (consecutive) {
+        ampc_tensor *flat = ampc_reshape(a, 1, &n);
+        input = flat ? ampc_contiguous(flat) : NULL;
+        ampc_tensor_decref(flat);
+    } else {
+        input = sorted_flat(a, a->dtype, want_inv ? &perm : NULL);
+    }
+    if (!input) return ampc_last_status();
+    ampc_tensor *vals = ampc_empty(1, &n, a->dtype, a->device);
+    ampc_tensor *cnt = want_cnt ? ampc_empty(1, &n, AMPC_INT64, a->device) : NULL;
+    ampc_tensor *inv = want_inv ? ampc_empty(1, &n, AMPC_INT64, a->device) : NULL;
+    ampc_tensor *nu = ampc_zeros(0, NULL, AMPC_INT64, a->device);
+    ampc_status st = vals && nu && (cnt || !want_cnt) && (inv || !want_inv) ? AMPC_OK : ampc_last_status();
+    int64_t n_unique = 0;
+    if (st == AMPC_OK && n > 0) {
+        ampc_unique_consecutive_args args = {.values = vals, .counts = cnt, .inverse = inv, .n_unique = nu,
+                                             .input = input, .perm = perm};
+        st = ampc_dispatch_unique_consecutive(AMPC_OP_UNIQUE_CONSECUTIVE, &args);
+        ampc_scalar s;
+        if (st == AMPC_OK) st = read_scalar(nu, &s);
+        n_unique = ampc_scalar_to_int(s);
+    }
+    fail_null(input, perm, nu);
+    if (st == AMPC_OK) { /* the first n_unique entries: views of the n-long buffers */
+        *values = ampc_narrow(vals, 0, 0, n_unique);
+        if (want_cnt) *counts = ampc_narrow(cnt, 0, 0, n_unique);
+        if (want_inv) *inverse = ampc_view(inv, a->ndim, a->shape);
+        if (!*values || (want_cnt && !*counts) || (want_inv && !*inverse)) st = ampc_last_status();
+    }
+    fail_null(vals, cnt, inv);
+    if (st != AMPC_OK) {
+        ampc_tensor_decref(*values);
+        *values = NULL;
+        if (want_cnt) {
+            ampc_tensor_decref(*counts);
+            *counts = NULL;
+        }
+        if (want_inv) {
+            ampc_tensor_decref(*inverse);
+            *inverse = NULL;
+        }
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------ histc, bincount */
+
+ampc_tensor *ampc_histc(const ampc_tensor *a, int64_t bins, double min, double max) {
+    if (!ampc_dtype_is_floating(a->dtype)) {
+        ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"histogram_cpu\" not implemented for '%s'",
+                       ampc_dtype_torch_name(a->dtype));
+        return NULL;
+    }
+    if (bins <= 0) {
+        ampc_set_error(AMPC_E_RUNTIME, "torch.histogram(): bins must be > 0, but got %lld for dimension 0",
+                       (long long)bins);
+        return NULL;
+    }
+    if (min > max) {
+        ampc_set_error(AMPC_E_RUNTIME, "torch.histc: max must be larger than min");
+        return NULL;
+    }
+    int64_t n = ampc_numel(a);
+    if (min == max && n > 0) { /* the data's range */
+        ampc_scalar lo, hi;
+        if (min_max(a, &lo, &hi) != AMPC_OK) return NULL;
+        min = ampc_scalar_to_double(lo);
+        max = ampc_scalar_to_double(hi);
+    }
+    if (min == max) {
+        min -= 1;
+        max += 1;
+    }
+    if (!isfinite(min) || !isfinite(max)) {
+        ampc_set_error(AMPC_E_RUNTIME, "torch.histc: range of [%g, %g] is not finite", min, max);
+        return NULL;
+    }
+    ampc_tensor *flat = ampc_reshape(a, 1, &n);
+    ampc_tensor *in = flat ? ampc_contiguous(flat) : NULL;
+    ampc_tensor *out = in ? ampc_zeros(1, &bins, a->dtype, a->device) : NULL;
+    ampc_tensor_decref(flat);
+    if (out && n > 0) {
+        ampc_histogram_args args = {.out = out, .input = in, .weights = NULL, .min = min, .max = max};
+        if (ampc_dispatch_histogram(AMPC_OP_HISTC, &args) != AMPC_OK) {
+            ampc_tensor_decref(out);
+            out = NULL;
+        }
+    }
+    ampc_tensor_decref(in);
+    return out;
+}
+
+ampc_tensor *ampc_bincount(const ampc_tensor *a, const ampc_tensor *weights, int64_t minlength) {
+    if (!ampc_dtype_is_integral(a->dtype, false)) {
+        ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"bincount_cpu\" not implemented for '%s'",
+                       ampc_dtype_torch_name(a->dtype));
+        return NULL;
+    }
+    if (a->ndim != 1) {
+        ampc_set_error(AMPC_E_RUNTIME, "bincount only supports 1-d non-negative integral inputs.");
+        return NULL;
+    }
+    if (minlength < 0) {
+        ampc_set_error(AMPC_E_RUNTIME, "minlength should be >= 0");
+        return NULL;
+    }
+    int64_t n = a->shape[0];
+    if (weights && (weights->ndim != 1 || weights->shape[0] != n)) {
+        ampc_set_error(AMPC_E_RUNTIME, "weights should be 1-d and have the same length as input");
+        return NULL;
+    }
+    int64_t len = minlength;
+    if (n > 0) {
+        ampc_scalar lo, hi;
+        if (min_max(a, &lo, &hi) != AMPC_OK) return NULL;
+        if (ampc_scalar_to_int(lo) < 0) {
+            ampc_set_error(AMPC_E_RUNTIME, "bincount only supports 1-d non-negative integral inputs.");
+            return NULL;
+        }
+        if (ampc_scalar_to_int(hi) + 1 > len) len = ampc_scalar_to_int(hi) + 1;
+    }
+    /* PyTorch: float32 weights sum in float32, every other dtype in float64 */
+    ampc_dtype out_dt = !weights ? AMPC_INT64 : weights->dtype == AMPC_FLOAT32 ? AMPC_FLOAT32 : AMPC_FLOAT64;
+    ampc_tensor *in = ampc_contiguous(a);
+    ampc_tensor *wc = in && weights ? ampc_to(weights, out_dt, weights->device, false) : NULL;
+    ampc_tensor *w = wc ? ampc_contiguous(wc) : NULL;
+    ampc_tensor *out = in && (w || !weights) ? ampc_zeros(1, &len, out_dt, a->device) : NULL;
+    if (out && n > 0) {
+        ampc_histogram_args args = {.out = out, .input = in, .weights = w, .min = 0, .max = 0};
+        if (ampc_dispatch_histogram(AMPC_OP_BINCOUNT, &args) != AMPC_OK) {
+            ampc_tensor_decref(out);
+            out = NULL;
+        }
+    }
+    fail_null(in, wc, w);
+    return out;
+}

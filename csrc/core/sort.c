@@ -131,9 +131,10 @@ ampc_status ampc_topk(const ampc_tensor *a, int64_t k, int64_t dim, bool largest
 }
 
 /* PyTorch's "<op>_cpu" not implemented for 'Bool' (and which dtypes each selection takes) */
-static ampc_status check_select_dtype(ampc_op op, ampc_dtype dt) {
+static ampc_status check_select_dtype(ampc_op op, ampc_dtype dt, bool has_dim) {
     if (dt != AMPC_BOOL || op == AMPC_OP_MODE) return AMPC_OK;
-    const char *kernel = op == AMPC_OP_KTHVALUE ? "kthvalue_cpu" : op == AMPC_OP_MEDIAN ? "median_out" : "nanmedian_out";
+    /* median and nanmedian share PyTorch's kernels (and names) */
+    const char *kernel = op == AMPC_OP_KTHVALUE ? "kthvalue_cpu" : has_dim ? "median_out" : "median_cpu";
     return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "\"%s\" not implemented for 'Bool'", kernel);
 }
 
@@ -145,7 +146,7 @@ ampc_status ampc_select_dim(ampc_op op, const ampc_tensor *a, int64_t k, int64_t
     const char *name = ampc_op_name(op);
     int d;
     AMPC_TRY(ampc_wrap_dim(name, dim, a->ndim, &d));
-    AMPC_TRY(check_select_dtype(op, a->dtype));
+    AMPC_TRY(check_select_dtype(op, a->dtype, true));
     int64_t n = dim_size(a, d);
     if (n == 0)
         return ampc_set_error(AMPC_E_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", name, d);
@@ -157,7 +158,7 @@ ampc_status ampc_select_dim(ampc_op op, const ampc_tensor *a, int64_t k, int64_t
 
 ampc_tensor *ampc_median_all(ampc_op op, const ampc_tensor *a) {
     const char *name = op == AMPC_OP_NANMEDIAN ? "nanmedian" : "median";
-    if (check_select_dtype(op, a->dtype) != AMPC_OK) return NULL;
+    if (check_select_dtype(op, a->dtype, false) != AMPC_OK) return NULL;
     int64_t n = ampc_numel(a);
     if (n == 0) { /* PyTorch answers NaN (for every dtype it takes) */
         if (!ampc_dtype_is_floating(a->dtype)) {

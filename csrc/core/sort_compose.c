@@ -150,6 +150,10 @@ ampc_tensor *ampc_isin(const ampc_tensor *elements, const ampc_tensor *test, boo
         return NULL;
     }
     ampc_dtype dt = ampc_promote_types(elements->dtype, test->dtype);
+    if (dt == AMPC_BOOL) { /* PyTorch's sort-based isin refuses bool */
+        ampc_set_error(AMPC_E_RUNTIME, "Unsupported input type encountered for isin(): Bool");
+        return NULL;
+    }
     ampc_tensor *sorted = sorted_flat(test, dt, NULL);
     if (!sorted) return NULL;
     ampc_tensor *out = run_search(AMPC_OP_ISIN, sorted, elements, NULL, AMPC_BOOL, false, invert);

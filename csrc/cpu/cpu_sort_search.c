@@ -174,14 +174,12 @@ static ampc_status cpu_histc(const ampc_histogram_args *a) {
     for (int64_t i = 0; i < n; i++) {
         double v = load_f(dt, x, i);
         if (!(v >= e0 && v <= e1)) continue; /* outside, or NaN */
-        int64_t pos = (int64_t)((v - e0) * (double)bins / (e1 - e0));
+        /* PyTorch's histc interpolates, without searching the edges: (v - e0) * bins / (e1 - e0)
+         * with every step rounded to the input's dtype */
+        int64_t pos = (int64_t)round_to(dt, round_to(dt, round_to(dt, v - e0) * round_to(dt, (double)bins)) /
+                                                round_to(dt, e1 - e0));
         if (pos < 0) pos = 0;
-        if (pos > bins) pos = bins;
-        /* the interpolated bin, corrected against the real edges: the last edge <= v */
-        int64_t b = pos > 0 ? pos - 1 : 0, e = pos + 2 < bins + 1 ? pos + 2 : bins + 1;
-        while (b < e && edges[b] <= v) b++;
-        pos = b - 1;
-        if (pos == bins) pos = bins - 1; /* max belongs to the last bin */
+        if (pos >= bins) pos = bins - 1; /* max belongs to the last bin */
         hist[pos] += 1.0;
     }
     char *o = (char *)ampc_data_ptr(out);

@@ -376,13 +376,10 @@ __global__ void histc_count_kernel(const char *x, int64_t n, int dt, int isz, co
     GRID_STRIDE(i, n) {
         double v = load_f(dt, x + i * isz), e0 = edges[0], e1 = edges[bins];
         if (!(v >= e0 && v <= e1)) continue;
-        int64_t pos = (int64_t)((v - e0) * (double)bins / (e1 - e0));
+        int64_t pos = (int64_t)round_to(dt, round_to(dt, round_to(dt, v - e0) * round_to(dt, (double)bins)) /
+                                                round_to(dt, e1 - e0)); /* as the CPU kernel */
         if (pos < 0) pos = 0;
-        if (pos > bins) pos = bins;
-        int64_t b = pos > 0 ? pos - 1 : 0, e = pos + 2 < bins + 1 ? pos + 2 : bins + 1;
-        while (b < e && edges[b] <= v) b++;
-        pos = b - 1;
-        if (pos == bins) pos = bins - 1;
+        if (pos >= bins) pos = bins - 1;
         atomicAdd(counts + pos, 1ull);
     }
 }

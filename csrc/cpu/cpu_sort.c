@@ -266,6 +266,54 @@ typedef struct wide_pair {
 DEFINE_SELECT(u64, uint64_t, LESS_u64)
 DEFINE_SELECT(wide, wide_pair, LESS_wide)
 
+/* The k smallest packed elements of a row for k small next to n (k * 64 <= n, as PyTorch's
+ * partial sort): a max-heap of the best k so far; most elements lose one comparison against its
+ * top and are never moved. h[0..k) on return, in heap order. */
+#define DEFINE_HEAP(NAME, PT, LESS)                                                                \
+    static void sift_##NAME(PT *h, int64_t k, int64_t i) {                                         \
+        PT v = h[i];                                                                               \
+        for (;;) {                                                                                 \
+            int64_t c = 2 * i + 1;                                                                 \
+            if (c >= k) break;                                                                     \
+            if (c + 1 < k && LESS(h[c], h[c + 1])) c++;                                            \
+            if (!LESS(v, h[c])) break;                                                             \
+            h[i] = h[c];                                                                           \
+            i = c;                                                                                 \
+        }                                                                                          \
+        h[i] = v;                                                                                  \
+    }                                                                                              \
+    static void heap_push_all_##NAME(PT *h, int64_t k) {                                           \
+        for (int64_t i = k / 2 - 1; i >= 0; i--) sift_##NAME(h, k, i);                             \
+    }
+DEFINE_HEAP(u64, uint64_t, LESS_u64)
+DEFINE_HEAP(wide, wide_pair, LESS_wide)
+
+static void heap_select_row(ampc_dtype dt, const void *keys, int64_t n, int64_t k, void *heap) {
+    if (wide_keys(dt)) {
+        const uint64_t *kk = (const uint64_t *)keys;
+        wide_pair *h = (wide_pair *)heap;
+        for (int64_t i = 0; i < k; i++) h[i] = (wide_pair){kk[i], (uint64_t)i};
+        heap_push_all_wide(h, k);
+        for (int64_t i = k; i < n; i++)
+            if (kk[i] < h[0].key) { /* equal keys lose: the earlier index stays */
+                h[0] = (wide_pair){kk[i], (uint64_t)i};
+                sift_wide(h, k, 0);
+            }
+    } else {
+        const uint32_t *kk = (const uint32_t *)keys;
+        uint64_t *h = (uint64_t *)heap;
+        for (int64_t i = 0; i < k; i++) h[i] = ((uint64_t)kk[i] << 32) | (uint64_t)i;
+        heap_push_all_u64(h, k);
+        uint32_t top = (uint32_t)(h[0] >> 32);
+        for (int64_t i = k; i < n; i++)
+            if (kk[i] < top) {
+                h[0] = ((uint64_t)kk[i] << 32) | (uint64_t)i;
+                sift_u64(h, k, 0);
+                top = (uint32_t)(h[0] >> 32);
+            }
+    }
+}
+
 /* One row's selection: fills sel[0..n_sel) with the chosen indices (in output order). */
 typedef struct select_scratch {
     row_scratch rs;  /* MODE and the large-k TOPK: a full sort */
@@ -378,8 +426,14 @@ static ampc_status cpu_select(ampc_op op, const ampc_select_args *a) {
                     ix[j * si] = s.rs.ix[j];
                 }
             } else {
-                pack_row(dt, p, sin, n, a->largest, s.packed, s.rs.keys);
-                if (k < n) select_packed(dt, s.packed, n, k - 1);
+                if (k * 64 <= n) { /* few of many: a heap of k, elements read once */
+                    if (wide_keys(dt)) keys64(dt, p, sin, n, a->largest ? ~0ull : 0, (uint64_t *)s.rs.keys);
+                    else keys32(dt, p, sin, n, a->largest ? ~0u : 0, (uint32_t *)s.rs.keys);
+                    heap_select_row(dt, s.rs.keys, n, k, s.packed);
+                } else {
+                    pack_row(dt, p, sin, n, a->largest, s.packed, s.rs.keys);
+                    if (k < n) select_packed(dt, s.packed, n, k - 1);
+                }
                 if (a->sorted) qsort(s.packed, (size_t)k, psz, wide_keys(dt) ? cmp_wide : cmp_u64);
                 for (int64_t j = 0; j < k; j++) {
                     int64_t from = (int64_t)packed_ix(dt, s.packed, j);

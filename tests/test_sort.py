@@ -408,3 +408,29 @@ def test_bincount_matches_torch(dtype):
             call(ampc)
         assert type(got.value) is type(want.value)
         assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "uint8", "bool", "float16"])
+def test_unique_dim_matches_torch(dtype):
+    a, t = pair(ties((6, 3, 4), dtype, seed=11, special=False), dtype)
+    a, t = a[:, :2, :2], t[:, :2, :2]  # few distinct slices, non-contiguous
+    for dim in (0, 1, -1):
+        for fn in ("unique", "unique_consecutive"):
+            got = getattr(ampc, fn)(a, return_inverse=True, return_counts=True, dim=dim)
+            want = getattr(torch, fn)(t, return_inverse=True, return_counts=True, dim=dim)
+            for g, w in zip(got, want):
+                same(g, w)
+        same(ampc.unique(a, dim=dim), torch.unique(t, dim=dim))
+    rep, trep = pair([[1, 2], [1, 2], [0, 3], [1, 2]], dtype if dtype != "bool" else "int64")
+    for g, w in zip(ampc.unique(rep, dim=0, return_inverse=True), torch.unique(trep, dim=0, return_inverse=True)):
+        same(g, w)
+    for call in [lambda M: M.unique(M.tensor(1.0), dim=0), lambda M: M.unique(M.zeros(3, 0), dim=0)]:
+        with pytest.raises(Exception) as want:
+            call(torch)
+        with pytest.raises(Exception) as got:
+            call(ampc)
+        assert type(got.value) is type(want.value)
+        assert str(got.value) == str(want.value)
+    z, tz = pair(np.zeros((0, 3)), dtype)
+    for g, w in zip(ampc.unique(z, dim=0, return_counts=True), torch.unique(tz, dim=0, return_counts=True)):
+        same(g, w)

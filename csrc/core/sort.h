@@ -47,6 +47,10 @@ ampc_tensor *ampc_isin(const ampc_tensor *elements, const ampc_tensor *test_elem
  * neighbours collapse (unique_consecutive), without sorting. */
 ampc_status ampc_unique(const ampc_tensor *a, bool consecutive, ampc_tensor **values, ampc_tensor **inverse,
                         ampc_tensor **counts);
+/* The same along dim: slices a.select(dim, i) compared whole; inverse and counts always set. */
+ampc_status ampc_unique_dim(const ampc_tensor *a, int64_t dim, bool consecutive, ampc_tensor **values,
+                            ampc_tensor **inverse, ampc_tensor **counts);
+
 ampc_tensor *ampc_histc(const ampc_tensor *a, int64_t bins, double min, double max);
 ampc_tensor *ampc_bincount(const ampc_tensor *a, const ampc_tensor *weights, int64_t minlength);
 

@@ -308,3 +308,123 @@ ampc_tensor *ampc_bincount(const ampc_tensor *a, const ampc_tensor *weights, int
     fail_null(in, wc, w);
     return out;
 }
+
+/* ------------------------------------------------------------------ unique along a dim
+ * Slices a.select(dim, i) compared whole: the dim moved first and the rest flattened gives rows
+ * X (n, m); a lexicographic order of the rows comes from m stable sorts, last column first (LSD);
+ * a row starts a new run when any column differs from the row before, which makes run ids that
+ * the UNIQUE_CONSECUTIVE kernel counts and maps back through the order (inverse). */
+
+static ampc_tensor *take_rows(const ampc_tensor *x, const ampc_tensor *idx) { return ampc_index_select(x, 0, idx); }
+
+/* the row order of X sorting its rows lexicographically (stable) */
+static ampc_tensor *lex_order(const ampc_tensor *X) {
+    int64_t n = X->shape[0], m = X->shape[1];
+    ampc_tensor *perm = ampc_arange(0, (double)n, 1, AMPC_INT64, X->device);
+    for (int64_t j = m - 1; j >= 0 && perm; j--) {
+        ampc_tensor *col = ampc_select(X, 1, j);
+        ampc_tensor *colp = col ? take_rows(col, perm) : NULL;
+        ampc_tensor *v = NULL, *p = NULL;
+        ampc_status st = colp ? ampc_sort(colp, 0, false, true, &v, &p) : ampc_last_status();
+        ampc_tensor *next = st == AMPC_OK ? take_rows(perm, p) : NULL;
+        fail_null(col, colp, v);
+        fail_null(p, perm, NULL);
+        perm = next;
+    }
+    return perm;
+}
+
+/* run ids (n) of consecutive equal rows of Xs (n, m): 0, then +1 where a row differs */
+static ampc_tensor *run_ids(const ampc_tensor *Xs) {
+    int64_t n = Xs->shape[0];
+    if (n <= 1) return ampc_zeros(1, &n, AMPC_INT64, Xs->device);
+    ampc_tensor *lo = ampc_narrow(Xs, 0, 0, n - 1), *hi = ampc_narrow(Xs, 0, 1, n - 1);
+    ampc_tensor *ne = lo && hi ? ampc_binary(AMPC_OP_NE, hi, lo, ampc_scalar_none()) : NULL;
+    int64_t one = 1, dim1 = 1;
+    ampc_tensor *diff = ne ? ampc_reduce(AMPC_OP_ANY, ne, 1, &dim1, false, AMPC_DTYPE_UNDEFINED) : NULL;
+    ampc_tensor *cs = diff ? ampc_cumsum(diff, 0, AMPC_INT64) : NULL;
+    ampc_tensor *zero = cs ? ampc_zeros(1, &one, AMPC_INT64, Xs->device) : NULL;
+    ampc_tensor *ids = zero ? ampc_cat(2, (const ampc_tensor *const[]){zero, cs}, 0) : NULL;
+    fail_null(lo, hi, ne);
+    fail_null(diff, cs, zero);
+    return ids;
+}
+
+static ampc_status unique_dim_body(const ampc_tensor *a, int d, bool consecutive, ampc_tensor **values,
+                                   ampc_tensor **inverse, ampc_tensor **counts) {
+    int nd = a->ndim;
+    int64_t n = a->shape[d], perm_dims[AMPC_MAX_DIMS], moved_shape[AMPC_MAX_DIMS];
+    perm_dims[0] = d;
+    for (int i = 0, j = 1; i < nd; i++)
+        if (i != d) perm_dims[j++] = i;
+    for (int i = 0; i < nd; i++) moved_shape[i] = a->shape[perm_dims[i]];
+    int64_t m = 1;
+    for (int i = 1; i < nd; i++) m *= moved_shape[i];
+    ampc_tensor *moved = ampc_permute(a, nd, perm_dims);
+    ampc_tensor *X = moved ? ampc_reshape(moved, 2, (int64_t[]){n, m}) : NULL;
+    ampc_tensor *order = X && !consecutive ? lex_order(X) : NULL;
+    ampc_tensor *Xs = X && (consecutive || order) ? (consecutive ? ampc_contiguous(X) : take_rows(X, order)) : NULL;
+    ampc_tensor *ids = Xs ? run_ids(Xs) : NULL;
+    ampc_tensor *run_vals = ids ? ampc_empty(1, &n, AMPC_INT64, a->device) : NULL;
+    ampc_tensor *cnt = run_vals ? ampc_empty(1, &n, AMPC_INT64, a->device) : NULL;
+    ampc_tensor *inv = cnt ? ampc_empty(1, &n, AMPC_INT64, a->device) : NULL;
+    ampc_tensor *nu = inv ? ampc_zeros(0, NULL, AMPC_INT64, a->device) : NULL;
+    ampc_status st = nu ? AMPC_OK : ampc_last_status();
+    ampc_scalar s = ampc_scalar_int(0);
+    if (st == AMPC_OK) {
+        ampc_unique_consecutive_args args = {.values = run_vals, .counts = cnt, .inverse = inv, .n_unique = nu,
+                                             .input = ids, .perm = order};
+        st = ampc_dispatch_unique_consecutive(AMPC_OP_UNIQUE_CONSECUTIVE, &args);
+        if (st == AMPC_OK) st = read_scalar(nu, &s);
+    }
+    int64_t k = ampc_scalar_to_int(s);
+    ampc_tensor *counts_k = st == AMPC_OK ? ampc_narrow(cnt, 0, 0, k) : NULL;
+    /* the first row of run g sits at cumsum(counts)[g] - counts[g] */
+    ampc_tensor *ends = counts_k ? ampc_cumsum(counts_k, 0, AMPC_INT64) : NULL;
+    ampc_tensor *first = ends ? ampc_binary(AMPC_OP_SUB, ends, counts_k, ampc_scalar_none()) : NULL;
+    ampc_tensor *rows = first ? take_rows(Xs, first) : NULL;
+    moved_shape[0] = k;
+    ampc_tensor *shaped = rows ? ampc_reshape(rows, nd, moved_shape) : NULL;
+    int64_t back[AMPC_MAX_DIMS]; /* the inverse permutation: dim 0 back to d */
+    for (int i = 0; i < nd; i++) back[perm_dims[i]] = i;
+    ampc_tensor *vals = shaped ? ampc_permute(shaped, nd, back) : NULL;
+    *values = vals ? ampc_contiguous(vals) : NULL;
+    if (st == AMPC_OK && !*values) st = ampc_last_status();
+    if (st == AMPC_OK) {
+        *counts = counts_k ? ampc_contiguous(counts_k) : NULL;
+        ampc_tensor_incref(inv);
+        *inverse = inv;
+    }
+    fail_null(moved, X, order);
+    fail_null(Xs, ids, run_vals);
+    fail_null(cnt, inv, nu);
+    fail_null(counts_k, ends, first);
+    fail_null(rows, shaped, vals);
+    return st;
+}
+
+ampc_status ampc_unique_dim(const ampc_tensor *a, int64_t dim, bool consecutive, ampc_tensor **values,
+                            ampc_tensor **inverse, ampc_tensor **counts) {
+    *values = *inverse = *counts = NULL;
+    if (a->ndim == 0)
+        return ampc_set_error(AMPC_E_INDEX, "Dimension specified as %lld but tensor has no dimensions", (long long)dim);
+    int d;
+    AMPC_TRY(ampc_wrap_dim("unique", dim, a->ndim, &d));
+    for (int i = 0; i < a->ndim; i++)
+        if (i != d && a->shape[i] == 0)
+            return ampc_set_error(AMPC_E_RUNTIME,
+                                  "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied");
+    if (a->shape[d] == 0) {
+        int64_t zero = 0;
+        *values = ampc_clone(a);
+        *inverse = ampc_empty(1, &zero, AMPC_INT64, a->device);
+        *counts = ampc_empty(1, &zero, AMPC_INT64, a->device);
+        if (*values && *inverse && *counts) return AMPC_OK;
+        fail_null(*values, *inverse, *counts);
+        *values = *inverse = *counts = NULL;
+        return ampc_last_status();
+    }
+    ampc_status st;
+    AD_PAUSED(st, unique_dim_body(a, d, consecutive, values, inverse, counts));
+    return st;
+}

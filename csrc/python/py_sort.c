@@ -321,12 +321,17 @@ static PyObject *unique_common(bool consecutive, PyObject *args, PyObject *kwarg
     bool want_inv = false, want_cnt = false, sorted = true;
     if (!a || opt_bool(sorted_o, &sorted) < 0 || opt_bool(inv_o, &want_inv) < 0 || opt_bool(cnt_o, &want_cnt) < 0)
         return NULL;
-    if (dim_o && dim_o != Py_None) {
-        PyErr_Format(PyExc_NotImplementedError, "%s(): dim= is not supported by ampc yet", name);
-        return NULL;
-    }
     ampc_tensor *v = NULL, *inv = NULL, *cnt = NULL;
-    ampc_status st = ampc_unique(a, consecutive, &v, want_inv ? &inv : NULL, want_cnt ? &cnt : NULL);
+    ampc_status st;
+    if (dim_o && dim_o != Py_None) {
+        int64_t dim;
+        if (opt_int(dim_o, &dim, name, "dim") < 0) return NULL;
+        st = ampc_unique_dim(a, dim, consecutive, &v, &inv, &cnt);
+        if (st == AMPC_OK && !want_inv) ampc_tensor_decref(inv), inv = NULL;
+        if (st == AMPC_OK && !want_cnt) ampc_tensor_decref(cnt), cnt = NULL;
+    } else {
+        st = ampc_unique(a, consecutive, &v, want_inv ? &inv : NULL, want_cnt ? &cnt : NULL);
+    }
     return unique_result(st, v, inv, cnt, want_inv, want_cnt);
 }
 

@@ -450,8 +450,6 @@ static ampc_status cpu_select(ampc_op op, const ampc_select_args *a) {
                   : AMPC_OK;
 }
 
-void ampc_cpu_register_sort_search(void); /* cpu_sort_search.c */
-
 void ampc_cpu_register_sort(void) {
     ampc_register_sort(AMPC_CPU, cpu_sort);
     ampc_register_select(AMPC_CPU, cpu_select);

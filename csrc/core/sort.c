@@ -126,7 +126,9 @@ ampc_status ampc_topk(const ampc_tensor *a, int64_t k, int64_t dim, bool largest
     AMPC_TRY(ampc_wrap_dim("topk", dim, a->ndim, &d));
     if (a->dtype == AMPC_BOOL) return ampc_set_error(AMPC_E_RUNTIME, "topk does not support bool dtypes on CPU");
     if (k < 0 || k > dim_size(a, d)) return ampc_set_error(AMPC_E_RUNTIME, "selected index k out of range");
-    AMPC_TRY(run_along(AMPC_OP_TOPK, a, d, k, true, k, largest, sorted, values, indices));
+    /* a 0-dim input is its own top-0 and top-1 (PyTorch: a 0-dim result holds the element) */
+    int64_t kk = a->ndim == 0 ? 1 : k;
+    AMPC_TRY(run_along(AMPC_OP_TOPK, a, d, kk, true, kk, largest, sorted, values, indices));
     return finish(AMPC_OP_TOPK, a, d, true, values, indices);
 }
 
@@ -157,16 +159,14 @@ ampc_status ampc_select_dim(ampc_op op, const ampc_tensor *a, int64_t k, int64_t
 }
 
 ampc_tensor *ampc_median_all(ampc_op op, const ampc_tensor *a) {
-    const char *name = op == AMPC_OP_NANMEDIAN ? "nanmedian" : "median";
     if (check_select_dtype(op, a->dtype, false) != AMPC_OK) return NULL;
     int64_t n = ampc_numel(a);
-    if (n == 0) { /* PyTorch answers NaN (for every dtype it takes) */
-        if (!ampc_dtype_is_floating(a->dtype)) {
-            ampc_set_error(AMPC_E_RUNTIME, "%s(): input tensor is empty and %s has no NaN", name,
-                           ampc_dtype_torch_name(a->dtype));
-            return NULL;
-        }
-        return ampc_full(0, NULL, ampc_scalar_float(NAN), a->dtype, a->device);
+    if (n == 0) { /* PyTorch answers NaN, cast to integers as x86 does (INT_MIN; 0 for uint8) */
+        ampc_scalar v = a->dtype == AMPC_INT64   ? ampc_scalar_int(INT64_MIN)
+                        : a->dtype == AMPC_INT32 ? ampc_scalar_int(INT32_MIN)
+                        : ampc_dtype_is_floating(a->dtype) ? ampc_scalar_float(NAN)
+                                                           : ampc_scalar_int(0);
+        return ampc_full(0, NULL, v, a->dtype, a->device);
     }
     /* the flat row as a view when a is contiguous, else a copy */
     ampc_tensor *flat = ampc_reshape(a, 1, &n);

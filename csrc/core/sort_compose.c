@@ -292,12 +292,13 @@ ampc_tensor *ampc_bincount(const ampc_tensor *a, const ampc_tensor *weights, int
         }
         if (ampc_scalar_to_int(hi) + 1 > len) len = ampc_scalar_to_int(hi) + 1;
     }
-    /* PyTorch: float32 weights sum in float32, every other dtype in float64 */
-    ampc_dtype out_dt = !weights ? AMPC_INT64 : weights->dtype == AMPC_FLOAT32 ? AMPC_FLOAT32 : AMPC_FLOAT64;
+    /* PyTorch: float32 weights sum in float32, every other dtype in float64; an empty input
+     * gives int64 zeros, weights or not */
+    ampc_dtype out_dt = !weights || n == 0 ? AMPC_INT64 : weights->dtype == AMPC_FLOAT32 ? AMPC_FLOAT32 : AMPC_FLOAT64;
     ampc_tensor *in = ampc_contiguous(a);
-    ampc_tensor *wc = in && weights ? ampc_to(weights, out_dt, weights->device, false) : NULL;
+    ampc_tensor *wc = in && weights && n > 0 ? ampc_to(weights, out_dt, weights->device, false) : NULL;
     ampc_tensor *w = wc ? ampc_contiguous(wc) : NULL;
-    ampc_tensor *out = in && (w || !weights) ? ampc_zeros(1, &len, out_dt, a->device) : NULL;
+    ampc_tensor *out = in && (w || !weights || n == 0) ? ampc_zeros(1, &len, out_dt, a->device) : NULL;
     if (out && n > 0) {
         ampc_histogram_args args = {.out = out, .input = in, .weights = w, .min = 0, .max = 0};
         if (ampc_dispatch_histogram(AMPC_OP_BINCOUNT, &args) != AMPC_OK) {

@@ -104,18 +104,27 @@ static uint64_t nan_key(ampc_dtype dt, bool *has_nan) {
             }                                                                                      \
             return;                                                                                \
         }                                                                                          \
-        static _Thread_local uint32_t hist[NB][256];                                               \
-        memset(hist, 0, sizeof hist);                                                              \
+        /* the bytes that differ somewhere in the row: only they need a histogram and a pass */ \
+        KT all_or = 0, all_and = (KT)~(KT)0;                                                       \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            all_or |= k[i];                                                                        \
+            all_and &= k[i];                                                                       \
+        }                                                                                          \
+        KT varying = all_or ^ all_and;                                                             \
+        int bytes[NB], nb = 0;                                                                     \
+        for (int b = 0; b < NB; b++)                                                               \
+            if ((varying >> (8 * b)) & 255) bytes[nb++] = b;                                       \
+        uint32_t hist[NB][256];                                                                    \
+        memset(hist, 0, sizeof(uint32_t) * 256 * (size_t)nb);                                      \
         for (int64_t i = 0; i < n; i++) {                                                          \
             KT v = k[i];                                                                           \
-            for (int b = 0; b < NB; b++) hist[b][(v >> (8 * b)) & 255]++;                          \
+            for (int j = 0; j < nb; j++) hist[j][(v >> (8 * bytes[j])) & 255]++;                   \
         }                                                                                          \
         KT *src = k, *dst = k2;                                                                    \
         uint32_t *isrc = ix, *idst = ix2;                                                          \
-        for (int b = 0; b < NB; b++) {                                                             \
-            uint32_t *h = hist[b];                                                                 \
-            int shift = 8 * b;                                                                     \
-            if (h[(src[0] >> shift) & 255] == (uint32_t)n) continue; /* one digit: nothing moves */ \
+        for (int j = 0; j < nb; j++) {                                                             \
+            uint32_t *h = hist[j];                                                                 \
+            int shift = 8 * bytes[j];                                                              \
             uint32_t sum = 0;                                                                      \
             for (int d = 0; d < 256; d++) {                                                        \
                 uint32_t c = h[d];                                                                 \
@@ -354,7 +363,10 @@ static int64_t select_one(ampc_op op, ampc_dtype dt, const char *p, int64_t st, 
         int64_t best = 0, best_len = 0;
         for (int64_t i = 0; i < n;) {
             int64_t j = i + 1;
-            if (wide_keys(dt))
+            uint64_t key = wide_keys(dt) ? ((uint64_t *)s->rs.keys)[i] : ((uint32_t *)s->rs.keys)[i];
+            if (floating && key == nan) /* NaN equals nothing, as PyTorch's ==: runs of one */
+                ;
+            else if (wide_keys(dt))
                 while (j < n && ((uint64_t *)s->rs.keys)[j] == ((uint64_t *)s->rs.keys)[i]) j++;
             else
                 while (j < n && ((uint32_t *)s->rs.keys)[j] == ((uint32_t *)s->rs.keys)[i]) j++;

@@ -224,7 +224,8 @@ __global__ void pick_kernel(int op, sort_geom in, sort_geom vo, sort_geom io, in
             for (int64_t i = 0; i < n;) {
                 uint64_t key = elem_key(dt, g_at(in, r, p[i] % n));
                 int64_t e = i + 1;
-                while (e < n && elem_key(dt, g_at(in, r, p[e] % n)) == key) e++;
+                if (!key_is_nan(dt, key)) /* NaN equals nothing, as the CPU kernel */
+                    while (e < n && elem_key(dt, g_at(in, r, p[e] % n)) == key) e++;
                 if (e - i > best_len) {
                     best_len = e - i;
                     best = e - 1;

@@ -105,6 +105,16 @@ FOUND = [
 ]
 
 TORCH = [
+    ("torch-mode-nan", "torch: mode sorts with `<`, which NaN breaks (the order is unspecified), so for a row "
+     "holding NaN its answer is the sort's accident (NaN for distinct values); ampc: NaNs are runs of one",
+     lambda c, k, d: c.op == "kthvalue" and "M.mode(" in c.expr and "nonfinite" in c.flags and k == "value"),
+    ("torch-median-expanded-dim", "torch: median/nanmedian along a dim of stride 0 (an expanded input) read "
+     "garbage (torch 2.13: 5.6e-322 for a row of -0.15, the contiguous copy gives -0.15); ampc the median",
+     lambda c, k, d: c.op == "kthvalue" and "expanded" in c.flags and k == "value" and "median(" in c.expr),
+    ("torch-isin-unviewable-test", "torch: isin flattens test_elements with .view(-1), which fails for an "
+     "expanded or strided tensor that no view flattens; ampc reshapes",
+     lambda c, k, d: c.op == "searchsorted" and "M.isin(" in c.expr and bool(c.flags & {"expanded", "sliced", "permuted"})
+     and k == "error_only_torch" and "view size is not compatible" in d),
     ("torch-conv-zero-channels", "torch: conv with 0 input channels returns 0 output channels; ampc returns "
      "(N, out_channels, L) of zeros, the sum over an empty set",
      lambda c, k, d: c.op in ("conv1d", "conv2d") and "zero_channels" in c.flags and k in ("shape", "value", "grad")),

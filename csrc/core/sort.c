@@ -75,6 +75,9 @@ static ampc_status run_along(ampc_op op, const ampc_tensor *a, int d, int64_t le
                              bool flag_a, bool flag_b, ampc_tensor **values, ampc_tensor **indices) {
     ampc_tensor *kv = NULL, *ki = NULL, *in = NULL;
     *values = *indices = NULL;
+    if (a->ndim && a->shape[d] > (int64_t)UINT32_MAX) /* the kernels keep 32-bit positions in a row */
+        return ampc_set_error(AMPC_E_RUNTIME, "%s: a dim of %lld elements is more than ampc sorts (2^32 - 1)",
+                              ampc_op_name(op), (long long)a->shape[d]);
     ampc_status st = alloc_along(a, d, len, keep, a->dtype, values, &kv);
     if (st == AMPC_OK) st = alloc_along(a, d, len, keep, AMPC_INT64, indices, &ki);
     if (st == AMPC_OK) {

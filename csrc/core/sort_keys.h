@@ -15,7 +15,8 @@
 
 #include "half.h"
 
-/* IEEE bits (sign in the top bit of `bits`, width w bits) -> key: NaN the largest, -0 as +0. */
+/* A float's key: its bits with the sign bit set for positives and all bits flipped for negatives
+ * (so integer order is value order), NaN the largest key, -0.0 as +0.0. */
 AMPC_HD uint32_t ampc_sort_key_f32(float v) {
     if (v != v) return 0xFFFFFFFFu;
     if (v == 0.0f) v = 0.0f;
@@ -45,10 +46,5 @@ AMPC_HD uint32_t ampc_sort_key_i32(int32_t v) { return (uint32_t)v ^ 0x80000000u
 AMPC_HD uint64_t ampc_sort_key_i64(int64_t v) { return (uint64_t)v ^ 0x8000000000000000ull; }
 AMPC_HD uint32_t ampc_sort_key_u8(uint8_t v) { return v; }
 AMPC_HD uint32_t ampc_sort_key_b8(uint8_t v) { return v != 0; }
-
-/* Whether a key is the NaN key of its float dtype (floats only: the all-ones key of a width). */
-AMPC_HD int ampc_sort_key_is_nan32(uint32_t key, int itemsize) {
-    return itemsize == 4 ? key == 0xFFFFFFFFu : key == 0xFFFFu;
-}
 
 #endif

@@ -323,7 +323,7 @@ static void heap_select_row(ampc_dtype dt, const void *keys, int64_t n, int64_t 
     }
 }
 
-/* One row's selection: fills sel[0..n_sel) with the chosen indices (in output order). */
+/* A thread's scratch for selections: a sort's (keys, indices) and n packed elements. */
 typedef struct select_scratch {
     row_scratch rs;  /* MODE and the large-k TOPK: a full sort */
     void *packed;    /* n packed elements */

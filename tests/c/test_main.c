@@ -34,7 +34,8 @@ const char *ctest_current = "";
     X(multi_tensor_norm) X(multi_tensor_scale) \
     X(half_convert_fp16_all_values) X(half_convert_fp32_sweep) \
     X(caching_allocator_sizes) X(caching_allocator_split_merge_best_fit) X(caching_allocator_streams) \
-    X(caching_allocator_stats) X(caching_allocator_out_of_memory) X(caching_allocator_random_workload)
+    X(caching_allocator_stats) X(caching_allocator_out_of_memory) X(caching_allocator_random_workload) \
+    X(sort_paths_and_strides) X(sort_topk_paths) X(sort_selections) X(sort_search_unique_histograms)
 
 #define DECLARE(name) void ctest_##name(void);
 TESTS(DECLARE)

@@ -457,13 +457,15 @@ HOST_BY_DESIGN = {
     "nn/init.py": {"_C.tensor(a, dtype=tensor.dtype)", "_C.tensor(b, dtype=tensor.dtype)"},  # host rounding of a, b
     "nn/modules/batchnorm.py": {"_C.tensor(0, dtype=_C.long)"},  # copied into the buffer by load_state_dict
     "random.py": {"_C.tensor(list(raw), dtype=_C.uint8)"},  # RNG state bytes (torch: a CPU ByteTensor)
-    "serialization.py": {"_C.from_numpy(arr)"},  # then placed by map_location (_Reader._place)
+    "_runtime.py": {"_C.from_numpy(arr)"},  # frombuffer: a CPU tensor over the buffer's memory, as torch
+    "serialization/_load.py": {"_C.from_numpy(arr)"},  # a storage, then placed by map_location (_Placer)
+    "serialization/_legacy.py": {"_C.from_numpy(arr)"},  # then placed by map_location (_Reader._place)
     "utils/data/dataloader.py": {"_C.as_tensor(np.asarray(data))", "_C.as_tensor(np.asarray(b))",
                                  "_C.as_tensor(np.asarray(batch))", "_C.tensor(batch, dtype=_C.float64)",
                                  "_C.tensor(batch)"},  # collate builds CPU batches (then pin_memory / .to)
     "utils/data/dataset.py": {"_C.tensor([int(i) for i in mine], dtype=_C.int64)", "_C.randperm(sum(counts))",
                               "_C.randperm(sum(counts), generator=generator)"},  # host-side index maps
-    "utils/data/sampler.py": {"_C.arange(len(self.data_source), dtype=_C.int64)",
+    "utils/data/sampler.py": {"_C.arange(start, min(n, start + _CHUNK), dtype=_C.int64)",
                               "_C.tensor(list(idx), dtype=_C.int64)"},  # sampling order, moved per device
     "datasets/fashion_mnist.py": {"ampc.from_numpy(np.ascontiguousarray(x))",
                                   "ampc.from_numpy(labels.astype(np.int64))"},  # then .to(device)

@@ -242,3 +242,54 @@ def test_argument_errors_and_accepted_options():
         dl = DataLoader(ds, batch_size=4, num_workers=2, pin_memory=True, worker_init_fn=calls.append,
                         persistent_workers=True, prefetch_factor=2)
     assert [b[0].tolist() for b in dl][0] == [0, 1, 2, 3] and calls == [0]
+
+
+def test_random_sampler_huge_num_samples_is_lazy():
+    """torch draws replacement samples 32 at a time; ampc a chunk at a time: 10**10 draws must not
+    allocate 80 GB up front, and the first batches come at once on both DataLoader paths."""
+    import itertools
+    import resource
+
+    import ampc.utils.data.sampler as sampler_mod
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    s = RandomSampler(range(7), replacement=True, num_samples=10 ** 10, generator=ampc.Generator().manual_seed(3))
+    assert len(s) == 10 ** 10
+    head = list(itertools.islice(iter(s), 1000))
+    assert len(head) == 1000 and set(head) <= set(range(7)) and len(set(head)) == 7
+    x, y = _xy(7)
+    for ds in (TensorDataset(x, y), ListDataset(x, y)):
+        dl = DataLoader(ds, batch_size=4, sampler=RandomSampler(ds, replacement=True, num_samples=10 ** 10))
+        assert len(dl) == 25 * 10 ** 8
+        batches = list(itertools.islice(iter(dl), 3))
+        assert [tuple(b[0].shape) for b in batches] == [(4, 3, 2)] * 3
+    grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kb < 200 * 1024, grown_kb  # far below one precomputed order (80 GB)
+    assert sampler_mod._CHUNK < 10 ** 6
+
+
+@pytest.mark.parametrize("replacement", [True, False])
+@pytest.mark.parametrize("drop_last", [True, False])
+def test_chunked_order_is_the_same_on_both_paths(replacement, drop_last):
+    """An epoch longer than one chunk: the gather fast path (batches straddle chunk borders) and
+    the per-sample path visit the same indices for the same seed, and every index is used."""
+    import ampc.utils.data.sampler as sampler_mod
+
+    n, want = 1000, 2 * sampler_mod._CHUNK + 77
+    x = ampc.arange(n, dtype=ampc.float32).reshape(n, 1)
+    y = ampc.arange(n)
+    orders = []
+    for ds in (TensorDataset(x, y), ListDataset(x, y)):
+        s = RandomSampler(ds, replacement=replacement, num_samples=want, generator=ampc.Generator().manual_seed(5))
+        batches = list(DataLoader(ds, batch_size=1000, sampler=s, drop_last=drop_last))
+        assert all(len(b[1]) == 1000 for b in batches[:-1])
+        assert len(batches) == (want // 1000 if drop_last else -(-want // 1000))
+        orders.append(ampc.cat([b[1] for b in batches]).tolist())
+        assert orders[-1] == ampc.cat([b[0] for b in batches]).reshape(-1).long().tolist()
+    assert orders[0] == orders[1]
+    expect = list(RandomSampler(range(n), replacement=replacement, num_samples=want,
+                                generator=ampc.Generator().manual_seed(5)))
+    assert orders[0] == expect[:len(orders[0])]
+    if not replacement:  # whole permutations first, then the head of another
+        for k in range(len(orders[0]) // n):
+            assert sorted(orders[0][k * n:(k + 1) * n]) == list(range(n))

@@ -679,3 +679,33 @@ def test_gradients_match_torch(case):
             o.backward(lib.tensor(g))
         grads.append(np.array(x.grad.tolist(), dtype=np.float32))
     np.testing.assert_array_equal(grads[0], grads[1])
+
+
+RANGE_KEYS = [
+    range(3), range(0), range(3, 0, -1), range(1, 4, 2), range(-2, 2),
+    (range(4), [0, 2, 1, 4]), (slice(None), range(1, 5)), (range(2), range(2), range(3, 5)),
+    (Ellipsis, range(2)), (None, range(2), 1),
+]
+
+
+@pytest.mark.parametrize("key", RANGE_KEYS, ids=repr)
+@pytest.mark.parametrize("dtype", [ampc.float32, ampc.bfloat16, ampc.int64, ampc.bool], ids=str)
+def test_range_index_matches_torch(key, dtype):
+    """A Python range indexes like the list of its ints (x[range(n), y] = v in training loops)."""
+    a = values(SHAPE, dtype)
+    ours, ref = ampc.from_numpy(a).to(dtype), torch.from_numpy(a).to(TORCH_DTYPE[dtype])
+    check_torch(ours[key], ref[key])
+    v = ampc.ones(1, dtype=dtype)
+    ours[key] = v
+    ref[key] = torch.ones(1, dtype=TORCH_DTYPE[dtype])
+    check_torch(ours, ref)
+
+
+def test_range_index_errors_match_torch():
+    x = ampc.zeros(3, 4)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        x[range(6)]
+    y = ampc.zeros(4, 3)
+    labels = ampc.tensor([0, 2, 1, 1])
+    y[range(4), labels] = 1.0  # the one-hot idiom
+    assert y.sum(1).tolist() == [1.0] * 4 and y[range(4), labels].tolist() == [1.0] * 4

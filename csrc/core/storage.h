@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "device.h"
+#include "status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,6 +38,15 @@ ampc_storage *ampc_storage_new_pinned(size_t nbytes);
 /* Storage over memory owned elsewhere; `release(ctx)` runs when the last reference is dropped. */
 ampc_storage *ampc_storage_wrap(ampc_device device, void *data, size_t nbytes,
                                 void (*release)(void *ctx), void *ctx);
+/* Shared memory (storage_shared.c, torch.multiprocessing): moves a CPU storage's bytes into an
+ * anonymous shared region in place (every view keeps its data); a no-op when already shared. */
+ampc_status ampc_storage_share_(ampc_storage *s);
+bool ampc_storage_is_shared(const ampc_storage *s);
+/* The shared region's fd (owned by the storage; dup it to pass it on), or -1 when not shared. */
+int ampc_storage_shared_fd(const ampc_storage *s);
+/* A CPU storage over the shared region of `fd` (taken over: closed with the storage, or on
+ * failure), as another process's share_memory_ made it. */
+ampc_storage *ampc_storage_from_shared_fd(int fd, size_t nbytes);
 void ampc_storage_incref(ampc_storage *s);
 void ampc_storage_decref(ampc_storage *s);
 

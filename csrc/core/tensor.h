@@ -110,6 +110,10 @@ ampc_tensor *ampc_alias(const ampc_tensor *t); /* same view, new tensor struct (
 ampc_status ampc_copy_(ampc_tensor *dst, const ampc_tensor *src);
 ampc_tensor *ampc_contiguous(const ampc_tensor *t); /* new ref to t itself when already contiguous */
 ampc_tensor *ampc_clone(const ampc_tensor *t);
+/* Tensor.resize_: t gets `shape` with contiguous strides from its offset; a storage too small
+ * grows in place (old bytes kept as the prefix). RuntimeError when t requires grad or its memory
+ * is borrowed (NumPy, DLPack). resize.c. */
+ampc_status ampc_resize_(ampc_tensor *t, int ndim, const int64_t *shape);
 /* `t` converted to dtype/device; returns a new ref to `t` itself when nothing changes and
  * copy is false. */
 ampc_tensor *ampc_to(const ampc_tensor *t, ampc_dtype dtype, ampc_device device, bool copy);

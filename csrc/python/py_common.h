@@ -70,6 +70,9 @@ enum {
 int ampc_py_parse_factory_kw(PyObject *kwargs, const char *op, unsigned takes, const char *const *skip,
                              ampc_py_factory_kw *kw);
 /* kw's dtype (`dflt_dtype` when not given) and device (`dflt_dev` when not given). */
+/* The device of a factory called without device=: the CPU unless set_default_device changed it
+ * (py_surface.c). */
+ampc_device ampc_py_factory_device(void);
 int ampc_py_factory_dtype_device(const ampc_py_factory_kw *kw, const char *op, ampc_dtype dflt_dtype,
                                  ampc_device dflt_dev, ampc_dtype *dtype, ampc_device *device);
 /* Wraps a factory's new tensor (stolen; NULL raises the core's error), applying requires_grad
@@ -117,6 +120,7 @@ extern PyMethodDef ampc_py_module_methods_optim[];        /* py_optim.c (ampc.op
 extern PyMethodDef ampc_py_module_methods_op_table[];     /* py_op_table.c (the rows of ops.def) */
 extern PyMethodDef ampc_py_module_methods_backends[];     /* py_backends.c (ampc.backends' flags) */
 extern PyMethodDef ampc_py_module_methods_sort[];         /* py_sort.c (sorting and selection) */
+extern PyMethodDef ampc_py_module_methods_surface[];      /* py_surface.c (default device, threads) */
 
 extern PyMethodDef ampc_py_module_methods_autograd[];    /* py_autograd.c */
 extern PyMethodDef ampc_py_tensor_methods_autograd[];
@@ -127,6 +131,7 @@ extern PyMethodDef ampc_py_tensor_methods_sort[];          /* py_sort.c */
 extern PyMethodDef ampc_py_tensor_methods_linalg[];
 extern PyMethodDef ampc_py_tensor_methods_index[];
 extern PyMethodDef ampc_py_tensor_methods_random[];
+extern PyMethodDef ampc_py_tensor_methods_surface[];     /* py_surface.c (resize_) */
 
 /* Operators: number protocol and rich comparison live in py_elementwise.c, the mapping
  * protocol (indexing) in py_index.c; py_tensor.c installs them in the type. */

@@ -27,7 +27,7 @@ static PyObject *py_tensor(PyObject *unused, PyObject *args, PyObject *kwargs) {
     }
     data = PyTuple_GET_ITEM(args, 0);
     if (parse_factory_kwargs(kwargs, "tensor", 0, NULL, &kw) < 0) return NULL;
-    if (ampc_py_factory_dtype_device(&kw, "tensor", AMPC_DTYPE_UNDEFINED, ampc_cpu_device(), &dtype, &device) < 0) return NULL;
+    if (ampc_py_factory_dtype_device(&kw, "tensor", AMPC_DTYPE_UNDEFINED, ampc_py_factory_device(), &dtype, &device) < 0) return NULL;
     if (AmpcTensor_Check(data) && !kw.device) device = ((AmpcTensorObject *)data)->t->device;
     return ampc_py_tensor_from_data(data, dtype, device, kw.requires_grad);
 }
@@ -38,7 +38,7 @@ static PyObject *py_as_tensor(PyObject *unused, PyObject *args, PyObject *kwargs
     PyObject *data, *dtype_o = Py_None, *device_o = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO:as_tensor", kwlist, &data, &dtype_o, &device_o)) return NULL;
     ampc_dtype dtype;
-    ampc_device device = ampc_cpu_device();
+    ampc_device device = ampc_py_factory_device();
     if (AmpcTensor_Check(data)) device = ((AmpcTensorObject *)data)->t->device;
     if (ampc_py_dtype(dtype_o, &dtype, "as_tensor") < 0 || ampc_py_device(device_o, device, &device, "as_tensor") < 0)
         return NULL;
@@ -109,7 +109,7 @@ static PyObject *sized_factory(PyObject *args, PyObject *kwargs, const char *op,
     }
     int nd = ampc_py_size_args(size_args, kw.size, shape, op);
     Py_DECREF(size_args);
-    if (nd < 0 || ampc_py_factory_dtype_device(&kw, op, dflt, ampc_cpu_device(), &dtype, &device) < 0) return NULL;
+    if (nd < 0 || ampc_py_factory_dtype_device(&kw, op, dflt, ampc_py_factory_device(), &dtype, &device) < 0) return NULL;
     return ampc_py_factory_finish(make_filled(nd, shape, fill, value, dtype, device), kw.requires_grad);
 }
 
@@ -197,7 +197,7 @@ static PyObject *py_arange(PyObject *unused, PyObject *args, PyObject *kwargs) {
     bool any_float = start.kind == AMPC_SCALAR_FLOAT || end.kind == AMPC_SCALAR_FLOAT || step.kind == AMPC_SCALAR_FLOAT;
     ampc_dtype dtype;
     ampc_device device;
-    if (ampc_py_factory_dtype_device(&kw, "arange", any_float ? ampc_get_default_dtype() : AMPC_INT64, ampc_cpu_device(), &dtype,
+    if (ampc_py_factory_dtype_device(&kw, "arange", any_float ? ampc_get_default_dtype() : AMPC_INT64, ampc_py_factory_device(), &dtype,
                    &device) < 0)
         return NULL;
     return ampc_py_factory_finish(ampc_arange(ampc_scalar_to_double(start), ampc_scalar_to_double(end), ampc_scalar_to_double(step),
@@ -225,7 +225,7 @@ static PyObject *py_linspace(PyObject *unused, PyObject *args, PyObject *kwargs)
     ampc_py_factory_kw kw = {.dtype = k_dtype, .device = k_device, .requires_grad = k_rg ? PyObject_IsTrue(k_rg) : 0};
     ampc_dtype dtype;
     ampc_device device;
-    if (kw.requires_grad < 0 || ampc_py_factory_dtype_device(&kw, "linspace", ampc_get_default_dtype(), ampc_cpu_device(), &dtype, &device) < 0)
+    if (kw.requires_grad < 0 || ampc_py_factory_dtype_device(&kw, "linspace", ampc_get_default_dtype(), ampc_py_factory_device(), &dtype, &device) < 0)
         return NULL;
     return ampc_py_factory_finish(ampc_linspace(ampc_scalar_to_double(start), ampc_scalar_to_double(end), steps, dtype, device),
                   kw.requires_grad);
@@ -252,7 +252,7 @@ static PyObject *py_eye(PyObject *unused, PyObject *args, PyObject *kwargs) {
     ampc_py_factory_kw kw = {.dtype = k_dtype, .device = k_device, .requires_grad = k_rg ? PyObject_IsTrue(k_rg) : 0};
     ampc_dtype dtype;
     ampc_device device;
-    if (kw.requires_grad < 0 || ampc_py_factory_dtype_device(&kw, "eye", ampc_get_default_dtype(), ampc_cpu_device(), &dtype, &device) < 0)
+    if (kw.requires_grad < 0 || ampc_py_factory_dtype_device(&kw, "eye", ampc_get_default_dtype(), ampc_py_factory_device(), &dtype, &device) < 0)
         return NULL;
     return ampc_py_factory_finish(ampc_eye(nm[0], nm[1], dtype, device), kw.requires_grad);
 }

@@ -234,6 +234,12 @@ static int parse_key_item(PyObject *o, ampc_device device, key_item *it) {
         }
     } else if (PyArray_Check(o) || PyList_Check(o) || PyTuple_Check(o)) {
         return sequence_index(o, device, it);
+    } else if (PyRange_Check(o)) { /* torch: a range indexes like the list of its ints */
+        PyObject *list = PySequence_List(o);
+        if (!list) return -1;
+        int rc = sequence_index(list, device, it);
+        Py_DECREF(list);
+        return rc;
     } else if (PyIndex_Check(o) && !PyFloat_Check(o)) {
         it->kind = KEY_INT;
         return parse_int(o, &it->i, "__getitem__", "index");

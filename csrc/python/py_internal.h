@@ -46,6 +46,9 @@ int ampc_py_set_requires_grad(ampc_tensor *t, int flag);
 /* py_convert.c: NumPy and DLPack. */
 extern PyMethodDef ampc_py_tensor_methods_convert[];
 extern PyMethodDef ampc_py_module_methods_convert[];
+/* py_storage.c: storage identity and bytes (serialization), shared memory (multiprocessing) */
+extern PyMethodDef ampc_py_module_methods_storage[];
+extern PyMethodDef ampc_py_tensor_methods_storage[];
 /* The NumPy array sharing t's memory (CPU only); `owner` is kept alive as the array's base. */
 PyObject *ampc_py_to_numpy(PyObject *owner, ampc_tensor *t);
 /* A CPU tensor sharing the memory of a NumPy array (new reference), or NULL with an exception. */

@@ -279,7 +279,7 @@ static PyObject *rand_common(PyObject *args, PyObject *kwargs, const char *op, f
     if (nd < 0) return NULL;
     ampc_dtype dt;
     ampc_device dev;
-    if (ampc_py_factory_dtype_device(&kw, op, ampc_get_default_dtype(), ampc_cpu_device(), &dt, &dev) < 0) return NULL;
+    if (ampc_py_factory_dtype_device(&kw, op, ampc_get_default_dtype(), ampc_py_factory_device(), &dt, &dev) < 0) return NULL;
     two_doubles p = {0.0, 1.0};
     return make_filled(nd, shape, dt, dev, kw.generator, kw.requires_grad, fill, &p, op);
 }
@@ -378,7 +378,7 @@ static PyObject *py_randint(PyObject *m, PyObject *args, PyObject *kwargs) {
     if (nd < 0) return NULL;
     ampc_dtype dt;
     ampc_device dev;
-    if (ampc_py_factory_dtype_device(&kw, op, AMPC_INT64, ampc_cpu_device(), &dt, &dev) < 0) return NULL;
+    if (ampc_py_factory_dtype_device(&kw, op, AMPC_INT64, ampc_py_factory_device(), &dt, &dev) < 0) return NULL;
     return make_filled(nd, shape, dt, dev, kw.generator, kw.requires_grad, fill_random, &p, op);
 }
 
@@ -404,7 +404,7 @@ static PyObject *py_randperm(PyObject *m, PyObject *args, PyObject *kwargs) {
     if (parse_i64(n_o, &n, op, "n") < 0) return NULL;
     ampc_dtype dt;
     ampc_device dev;
-    if (ampc_py_factory_dtype_device(&kw, op, AMPC_INT64, ampc_cpu_device(), &dt, &dev) < 0) return NULL;
+    if (ampc_py_factory_dtype_device(&kw, op, AMPC_INT64, ampc_py_factory_device(), &dt, &dev) < 0) return NULL;
     gen_scope g;
     if (gen_enter(&g, kw.generator, dev, op) < 0) return NULL;
     ampc_tensor *t = ampc_randperm(n, dt, dev);
@@ -480,7 +480,7 @@ static PyObject *py_normal(PyObject *m, PyObject *args, PyObject *kwargs) {
         if (nd < 0) return NULL;
         ampc_dtype dt;
         ampc_device dev;
-        if (ampc_py_factory_dtype_device(&kw, op, ampc_get_default_dtype(), ampc_cpu_device(), &dt, &dev) < 0) return NULL;
+        if (ampc_py_factory_dtype_device(&kw, op, ampc_get_default_dtype(), ampc_py_factory_device(), &dt, &dev) < 0) return NULL;
         return make_filled(nd, shape, dt, dev, kw.generator, kw.requires_grad, fill_normal, &p, op);
     }
     if (size && size != Py_None) {

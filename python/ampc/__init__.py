@@ -31,4 +31,21 @@ from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # 
 
 from .serialization import load, save  # noqa: E402,F401
 from . import backends, linalg, optim, utils  # noqa: E402,F401  (torch.optim / torch.utils.data reachable from `import torch`)
+from . import multiprocessing  # noqa: E402,F401  (torch.multiprocessing; registers the tensor reductions)
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402,F401
+
+# The composed surface: top-level functions for Tensor methods, composed math, settings and
+# constants (ampc._functions, ampc._composed, ampc._runtime), and the methods they add to Tensor.
+# A name ampc._C already exports (a kernel-backed version) is kept, as for Tensor methods.
+from . import _composed, _functions, _runtime  # noqa: E402
+globals().update({k: v for k, v in _functions.install().items() if k not in globals()})
+_C._install_tensor_methods(_composed.TENSOR_METHODS)
+globals().update({k: v for k, v in _composed.FUNCTIONS.items() if k not in globals()})
+from ._runtime import (  # noqa: E402,F401
+    are_deterministic_algorithms_enabled, asarray, compile, e, empty_permuted, empty_strided, finfo, frombuffer,
+    get_deterministic_debug_mode, has_openmp, iinfo, inf, init_num_threads, is_deterministic_algorithms_warn_only_enabled,
+    nan, newaxis, pi, scalar_tensor, set_deterministic_debug_mode, typename, use_deterministic_algorithms,
+)
+from . import _nn_toplevel  # noqa: E402
+globals().update({k: v for k, v in _nn_toplevel.FUNCTIONS.items() if k not in globals()})
+from . import accelerator, onnx  # noqa: E402,F401

@@ -133,3 +133,26 @@ CTEST(fill) {
     ampc_tensor_decref(col);
     ampc_tensor_decref(t);
 }
+
+/* resize_ grows the shared storage in place: the old bytes stay as the prefix and a view made
+ * before sees the new memory (ASan checks the swap of the two allocations). */
+CTEST(resize_grows_storage_in_place) {
+    int64_t n = 6;
+    ampc_tensor *t = ampc_zeros(1, &n, AMPC_FLOAT32, ampc_cpu_device());
+    float *p = (float *)ampc_data_ptr(t);
+    for (int i = 0; i < 6; i++) p[i] = (float)i;
+    ampc_tensor *v = ampc_narrow(t, 0, 1, 2);
+    int64_t shape[2] = {3, 4};
+    CHECK(ampc_resize_(t, 2, shape) == AMPC_OK);
+    CHECK(t->ndim == 2 && t->strides[0] == 4 && t->strides[1] == 1 && t->storage->nbytes >= 48);
+    float *q = (float *)ampc_data_ptr(t);
+    CHECK(q[5] == 5.0f);
+    q[1] = 9.0f;
+    CHECK(*(float *)ampc_data_ptr(v) == 9.0f && v->storage == t->storage);
+    int64_t small = 2;
+    CHECK(ampc_resize_(t, 1, &small) == AMPC_OK && t->shape[0] == 2);
+    int64_t neg = -1;
+    CHECK(ampc_resize_(t, 1, &neg) == AMPC_E_RUNTIME);
+    ampc_tensor_decref(v);
+    ampc_tensor_decref(t);
+}

@@ -375,6 +375,11 @@ class Module:
 
     # ------------------------------------------------------------ device and dtype
 
+    def share_memory(self):
+        """Moves every parameter and buffer to shared memory in place (Tensor.share_memory_), so
+        processes given this module (ampc.multiprocessing, Hogwild training) update one copy."""
+        return self._apply(lambda t: t.share_memory_())
+
     def _apply(self, fn, recurse=True):
         """fn on every parameter, grad and buffer. Parameters and their grads keep their identity
         (the new values are swapped in through .data, as PyTorch does), so optimizers built earlier

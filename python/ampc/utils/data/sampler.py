@@ -1,14 +1,18 @@
 """Samplers: the order in which DataLoader visits a map-style dataset (torch.utils.data.sampler).
 
-Each index sampler can also hand over one epoch's whole order as an int64 tensor
-(`_index_tensor`), drawn by the same randperm/randint call its __iter__ uses, so the DataLoader's
-gather fast path and the per-sample path see the same order for the same seed.
+Each index sampler can also hand over one epoch's order as int64 tensors of at most _CHUNK
+indices (`_index_chunks`), drawn lazily by the same randperm/randint calls its __iter__ uses, so
+the DataLoader's gather fast path and the per-sample path see the same order for the same seed,
+and RandomSampler(replacement=True, num_samples=10**10) never holds more than one chunk (torch
+draws 32 at a time for the same reason).
 
 Randomness: with generator=None the draw comes from ampc's global generator (so
 ampc.manual_seed(s) makes shuffling reproducible); with an ampc.Generator it comes from that
 generator's own Philox stream and leaves the global one untouched. (torch instead seeds a fresh
 generator from the global one; the reproducibility guarantee is the same, the orders differ.)"""
 from ... import _C
+
+_CHUNK = 1 << 16  # indices drawn per randint/slice: large enough to amortise the call, small in memory
 
 
 def _draw(fn, *args, generator=None, **kwargs):
@@ -31,8 +35,10 @@ class SequentialSampler(Sampler):
     def __init__(self, data_source):
         self.data_source = data_source
 
-    def _index_tensor(self):
-        return _C.arange(len(self.data_source), dtype=_C.int64)
+    def _index_chunks(self):
+        n = len(self.data_source)
+        for start in range(0, n, _CHUNK):
+            yield _C.arange(start, min(n, start + _CHUNK), dtype=_C.int64)
 
     def __iter__(self):
         return iter(range(len(self.data_source)))
@@ -58,17 +64,22 @@ class RandomSampler(Sampler):
     def num_samples(self):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
-    def _index_tensor(self):
+    def _index_chunks(self):
         n, want = len(self.data_source), self.num_samples
         if self.replacement:
-            return _draw(_C.randint, 0, n, (want,), generator=self.generator, dtype=_C.int64)
-        parts = [_draw(_C.randperm, n, generator=self.generator) for _ in range(want // n)]
-        if want % n:
-            parts.append(_draw(_C.randperm, n, generator=self.generator)[:want % n])
-        return parts[0] if len(parts) == 1 else _C.cat(parts)
+            for start in range(0, want, _CHUNK):
+                yield _draw(_C.randint, 0, n, (min(_CHUNK, want - start),), generator=self.generator, dtype=_C.int64)
+            return
+        while want > 0:  # whole permutations, then the head of one more
+            perm = _draw(_C.randperm, n, generator=self.generator)
+            take = min(n, want)
+            for start in range(0, take, _CHUNK):
+                yield perm[start:min(take, start + _CHUNK)]
+            want -= take
 
     def __iter__(self):
-        return iter(self._index_tensor().tolist())
+        for chunk in self._index_chunks():
+            yield from chunk.tolist()
 
     def __len__(self):
         return self.num_samples
@@ -81,13 +92,14 @@ class SubsetRandomSampler(Sampler):
         self.indices = indices
         self.generator = generator
 
-    def _index_tensor(self):
+    def _index_chunks(self):
         idx = self.indices
         idx = idx.long().cpu() if isinstance(idx, _C.Tensor) else _C.tensor(list(idx), dtype=_C.int64)
-        return idx.index_select(0, _draw(_C.randperm, len(self.indices), generator=self.generator))
+        yield idx.index_select(0, _draw(_C.randperm, len(self.indices), generator=self.generator))
 
     def __iter__(self):
-        return iter(self._index_tensor().tolist())
+        for chunk in self._index_chunks():
+            yield from chunk.tolist()
 
     def __len__(self):
         return len(self.indices)

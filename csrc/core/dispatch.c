@@ -74,7 +74,7 @@ static const char *const schema_names[AMPC_NUM_SCHEMAS] = {
 
 static const char *const kind_names[] = {"UNARY", "BINARY", "COMPARE", "TERNARY", "COPY", "FILL", "REDUCE",
                                          "SCAN", "GEMM", "INDEX", "RANDOM", "AMP", "NN", "MULTI_TENSOR",
-                                         "OPTIM", "COMPOSITE"};
+                                         "OPTIM", "SORT", "COMPOSITE"};
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == AMPC_KIND_COMPOSITE + 1, "kind_names: one per ampc_op_kind");
 
 /* A registered kernel, kept as the function-pointer type of its op's schema: call_kernel reads

@@ -33,6 +33,7 @@ typedef enum ampc_op_kind {
     AMPC_KIND_UNARY, AMPC_KIND_BINARY, AMPC_KIND_COMPARE, AMPC_KIND_TERNARY, AMPC_KIND_COPY,
     AMPC_KIND_FILL, AMPC_KIND_REDUCE, AMPC_KIND_SCAN, AMPC_KIND_GEMM, AMPC_KIND_INDEX,
     AMPC_KIND_RANDOM, AMPC_KIND_AMP, AMPC_KIND_NN, AMPC_KIND_MULTI_TENSOR, AMPC_KIND_OPTIM,
+    AMPC_KIND_SORT, /* sorting and selection (issue 12) */
     AMPC_KIND_COMPOSITE /* composed of other ops: no kernel of its own */
 } ampc_op_kind;
 

@@ -16,4 +16,5 @@ void ampc_cpu_register(void) {
     ampc_cpu_register_nn();
     ampc_cpu_register_multi_tensor();
     ampc_cpu_register_optim();
+    ampc_cpu_register_sort();
 }

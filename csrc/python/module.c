@@ -17,7 +17,7 @@ static PyMethodDef *const module_tables[] = {
     ampc_py_module_methods_amp, ampc_py_module_methods_autocast, ampc_py_module_methods_nn,
     ampc_py_module_methods_autograd, ampc_py_module_methods_multi_tensor, ampc_py_module_methods_optim,
     ampc_py_module_methods_backends, ampc_py_module_methods_op_table, ampc_py_module_methods_surface,
-    ampc_py_module_methods_storage,
+    ampc_py_module_methods_storage, ampc_py_module_methods_sort,
     ampc_py_module_methods_tensor, ampc_py_module_methods_creation, ampc_py_module_methods_convert,
     ampc_py_module_methods_sampling, ampc_py_module_methods_rng_state, /* issue 12: rng */
 };
@@ -26,7 +26,7 @@ static PyMethodDef *const tensor_tables[] = {
     ampc_py_tensor_methods_elementwise, ampc_py_tensor_methods_reduce, ampc_py_tensor_methods_linalg,
     ampc_py_tensor_methods_index, ampc_py_tensor_methods_shape, ampc_py_tensor_methods_random, ampc_py_tensor_methods_autograd,
     ampc_py_tensor_methods_core, ampc_py_tensor_methods_convert, ampc_py_tensor_methods_surface,
-    ampc_py_tensor_methods_storage,
+    ampc_py_tensor_methods_storage, ampc_py_tensor_methods_sort,
     ampc_py_tensor_methods_sampling, /* issue 12: rng */
 };
 

@@ -122,6 +122,7 @@ extern PyMethodDef ampc_py_module_methods_multi_tensor[]; /* py_multi_tensor.c (
 extern PyMethodDef ampc_py_module_methods_optim[];        /* py_optim.c (ampc.optim's fused steps) */
 extern PyMethodDef ampc_py_module_methods_op_table[];     /* py_op_table.c (the rows of ops.def) */
 extern PyMethodDef ampc_py_module_methods_backends[];     /* py_backends.c (ampc.backends' flags) */
+extern PyMethodDef ampc_py_module_methods_sort[];         /* py_sort.c (sorting and selection) */
 extern PyMethodDef ampc_py_module_methods_surface[];      /* py_surface.c (default device, threads) */
 
 extern PyMethodDef ampc_py_module_methods_autograd[];    /* py_autograd.c */
@@ -129,6 +130,7 @@ extern PyMethodDef ampc_py_tensor_methods_autograd[];
 extern PyMethodDef ampc_py_tensor_methods_core[];        /* py_tensor.c */
 extern PyMethodDef ampc_py_tensor_methods_elementwise[];
 extern PyMethodDef ampc_py_tensor_methods_reduce[];
+extern PyMethodDef ampc_py_tensor_methods_sort[];          /* py_sort.c */
 extern PyMethodDef ampc_py_tensor_methods_linalg[];
 extern PyMethodDef ampc_py_tensor_methods_index[];
 extern PyMethodDef ampc_py_tensor_methods_shape[];

@@ -35,6 +35,7 @@ const char *ctest_current = "";
     X(half_convert_fp16_all_values) X(half_convert_fp32_sweep) \
     X(caching_allocator_sizes) X(caching_allocator_split_merge_best_fit) X(caching_allocator_streams) \
     X(caching_allocator_stats) X(caching_allocator_out_of_memory) X(caching_allocator_random_workload) \
+    X(sort_paths_and_strides) X(sort_topk_paths) X(sort_selections) X(sort_search_unique_histograms) \
     X(storage_shared_moves_in_place)
 
 #define DECLARE(name) void ctest_##name(void);

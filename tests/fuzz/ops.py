@@ -688,3 +688,90 @@ def _bce(d):
         return "F.binary_cross_entropy_with_logits(%s, %s)" % (d.tensor(shape, dt, grad=True), t)
     x = d.tensor(shape, dt, grad=True, low=0.01, high=0.99, special=d.rng.random() < 0.2)
     return "F.binary_cross_entropy(%s, %s)" % (x, t)
+
+
+# ---------------------------------------------------------------- sorting and selection (issue 12)
+# Only what torch fixes is compared: stable sorts (indices and gradients), and the values of the
+# selections (torch's choice among tied indices is its unstable sort's, so their indices and
+# gradients are not compared here; tests/test_sort.py checks them against the values).
+
+@op("sort")
+def _sort(d):
+    shape = draw_shape(d.rng)
+    a = d.tensor(shape, float_or_any(d, 0.6), grad=True)
+    desc = choice(d, ["False", "True"])
+    return "M.sort(%s, dim=%d, descending=%s, stable=True)" % (a, dim_arg(d, len(shape)), desc)
+
+
+def _select_input(d, dtypes=None):
+    shape = draw_shape(d.rng)
+    a = d.tensor(shape, d.dtype(dtypes) if dtypes else float_or_any(d, 0.6))
+    return shape, a
+
+
+@op("topk", grad=False)
+def _topk(d):
+    shape, a = _select_input(d, FLOATS + INTS)
+    dim = dim_arg(d, len(shape))
+    n = shape[dim] if shape and -len(shape) <= dim < len(shape) else 1
+    k = int(d.rng.integers(0, n + 2))  # now and then out of range
+    return "M.topk(%s, %d, dim=%d, largest=%s).values" % (a, k, dim, choice(d, ["False", "True"]))
+
+
+@op("kthvalue", grad=False, rows=("kthvalue", "median", "nanmedian", "mode"))
+def _kth(d):
+    shape, a = _select_input(d, FLOATS + INTS)
+    dim = dim_arg(d, len(shape))
+    keep = choice(d, ["False", "True"])
+    fn = choice(d, ["kthvalue", "median", "nanmedian", "mode", "median_all", "nanmedian_all"])
+    if fn == "kthvalue":
+        n = shape[dim] if shape and -len(shape) <= dim < len(shape) else 1
+        return "M.kthvalue(%s, %d, dim=%d, keepdim=%s).values" % (a, int(d.rng.integers(0, n + 2)), dim, keep)
+    if fn.endswith("_all"):
+        return "M.%s(%s)" % (fn[:-4], a)
+    return "M.%s(%s, dim=%d, keepdim=%s).values" % (fn, a, dim, keep)
+
+
+@op("quantile", grad=False)
+def _quantile(d):
+    shape, a = _select_input(d, ("float32", "float64"))
+    fn = choice(d, ["quantile", "nanquantile"])
+    q = choice(d, ["0.5", "0.0", "1.0", "0.3", "M.tensor([0.1, 0.75], dtype=%s.dtype)" % a])
+    dim = ", dim=%d" % dim_arg(d, len(shape)) if d.rng.random() < 0.6 else ""
+    interp = choice(d, ["linear", "lower", "higher", "midpoint", "nearest"])
+    return "M.%s(%s, %s%s, interpolation='%s')" % (fn, a, q, dim, interp)
+
+
+@op("searchsorted", grad=False, rows=("searchsorted", "isin"))
+def _searchsorted(d):
+    rng = d.rng
+    dt = d.dtype(FLOATS + INTS)
+    shape = draw_shape(rng, ndim=int(rng.integers(1, 3)))
+    s = d.tensor(shape, dt, special=False)
+    v = d.tensor(shape[:-1] + (int(rng.integers(0, 5)),), dt)
+    if rng.random() < 0.3:
+        return "M.isin(%s, %s, invert=%s)" % (v, s, choice(d, ["False", "True"]))
+    right = choice(d, ["False", "True"])
+    return "M.searchsorted(%s.sort(dim=-1).values, %s, right=%s)" % (s, v, right)
+
+
+@op("unique_consecutive", grad=False)
+def _unique(d):
+    shape, a = _select_input(d, FLOATS + INTS + ("bool",))
+    fn = choice(d, ["unique", "unique_consecutive"])
+    return "M.%s(%s, return_counts=True)" % (fn, a)
+
+
+@op("histc", grad=False, rows=("histc", "bincount"))
+def _histc(d):
+    rng = d.rng
+    if rng.random() < 0.5:
+        x = d.tensor(draw_shape(rng), d.dtype(FLOATS), special=False)
+        lo = float(rng.integers(-3, 1))
+        return "M.histc(%s, bins=%d, min=%g, max=%g)" % (x, int(rng.integers(1, 12)), lo, lo + float(rng.integers(1, 5)))
+    n = int(rng.integers(0, 12))
+    x = d.tensor((n,), "int64", values=[int(v) for v in rng.integers(0, 9, n)], layout=False)
+    if rng.random() < 0.5:
+        w = d.tensor((n,), "float64", values=[float(v) for v in rng.integers(0, 5, n)], layout=False)
+        return "M.bincount(%s, %s, minlength=%d)" % (x, w, int(rng.integers(0, 12)))
+    return "M.bincount(%s, minlength=%d)" % (x, int(rng.integers(0, 12)))

@@ -104,6 +104,7 @@ int ampc_py_check(ampc_status st);
 extern PyMethodDef ampc_py_module_methods_tensor[];      /* py_tensor.c / py_creation.c */
 extern PyMethodDef ampc_py_module_methods_creation[];
 extern PyMethodDef ampc_py_module_methods_elementwise[]; /* py_elementwise.c */
+extern PyMethodDef ampc_py_module_methods_elementwise_more[]; /* py_elementwise_more.c */
 extern PyMethodDef ampc_py_module_methods_reduce[];      /* py_reduce.c */
 extern PyMethodDef ampc_py_module_methods_linalg[];      /* py_linalg.c */
 extern PyMethodDef ampc_py_module_methods_index[];       /* py_index.c */
@@ -121,6 +122,7 @@ extern PyMethodDef ampc_py_module_methods_autograd[];    /* py_autograd.c */
 extern PyMethodDef ampc_py_tensor_methods_autograd[];
 extern PyMethodDef ampc_py_tensor_methods_core[];        /* py_tensor.c */
 extern PyMethodDef ampc_py_tensor_methods_elementwise[];
+extern PyMethodDef ampc_py_tensor_methods_elementwise_more[];
 extern PyMethodDef ampc_py_tensor_methods_reduce[];
 extern PyMethodDef ampc_py_tensor_methods_linalg[];
 extern PyMethodDef ampc_py_tensor_methods_index[];

@@ -123,6 +123,12 @@ TORCH = [
     ("torch-remainder-subnormal", "torch: remainder by a subnormal divisor computes a - b * floor(a / b) = NaN; ampc "
      "gives the exact +-0",
      lambda c, k, d: c.op == "binary:remainder" and "subnormal" in c.flags and k == "value" and "nan" in d),
+    ("torch-fmod-overflowing-quotient", "torch: fmod is NaN on its vectorized path where a / b overflows (a "
+     "subnormal divisor, a huge dividend); ampc gives C's exact fmod",
+     lambda c, k, d: c.op == "binary:fmod" and bool(c.flags & {"subnormal", "huge"}) and k == "value" and "nan" in d),
+    ("torch-logit-grad-negative-zero", "torch: logit backward at x = -0.0 depends on its code path (vectorized: "
+     "g / (x (1 - x)) = -inf for g > 0, as ampc; the scalar tail of short tensors: g * inf)",
+     lambda c, k, d: c.op == "logit" and k == "grad" and "-0.0" in c.expr and "inf" in d),
     ("torch-adaptive-pool-empty-backward", "torch: adaptive_avg_pool2d backward refuses an empty channel dimension",
      lambda c, k, d: c.op == "adaptive_avg_pool2d" and k == "error_only_torch"
      and "Expected grad_output to have non-zero size" in d),

@@ -179,6 +179,36 @@ for _n in COMPARE:
     op("binary:" + _n, grad=False)(_binary(_n, ALL, False))
 
 
+# issue 12: the pointwise rows it added
+UNARY_MORE = ["acos", "asin", "atan", "cosh", "sinh", "tan", "acosh", "asinh", "atanh", "log1p", "expm1", "exp2",
+              "log2", "log10", "erfc", "erfinv", "lgamma", "digamma", "sinc", "trunc", "frac", "sgn", "deg2rad", "rad2deg"]
+for _n in UNARY_MORE:
+    op("unary:" + _n)(_unary(_n))
+for _n in ["signbit", "isneginf", "isposinf", "isreal"]:
+    op("predicate:" + _n, grad=False)(_predicate(_n))
+
+
+@op("polygamma")
+def _polygamma(d):
+    a = d.tensor(draw_shape(d.rng), float_or_any(d), grad=True)
+    return "M.polygamma(%d, %s)" % (choice(d, [0, 1, 2, 3]), a)
+
+
+@op("logit")
+def _logit(d):
+    a = d.tensor(draw_shape(d.rng), float_or_any(d), grad=True)
+    return "M.logit(%s, eps=%r)" % (a, choice(d, [None, 0.0, 1e-6, 0.25]))
+
+
+SCALAR_OK |= {"copysign", "fmod", "xlogy", "bitwise_left_shift", "bitwise_right_shift"}
+for _n, _dts in [("copysign", ALL), ("fmod", ALL), ("hypot", FLOATS), ("logaddexp", FLOATS), ("logaddexp2", FLOATS),
+                 ("xlogy", ALL), ("fmax", ALL), ("fmin", ALL)]:
+    op("binary:" + _n)(_binary(_n, _dts, True))
+for _n, _dts in [("heaviside", ALL), ("nextafter", FLOATS), ("gcd", INTS), ("lcm", INTS),
+                 ("bitwise_left_shift", INTS), ("bitwise_right_shift", INTS), ("logical_xor", ALL)]:
+    op("binary:" + _n, grad=False)(_binary(_n, _dts, False))
+
+
 @op("where")
 def _where(d):
     rng = d.rng

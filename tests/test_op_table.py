@@ -178,6 +178,11 @@ CASES = {
     "any": (lambda M, d: (T(M, d) > 1).any(1), False),
     "all": (lambda M, d: (T(M, d) > -1).all(1), False),
     "cumsum": (lambda M, d: T(M, d, grad=True).cumsum(1), True),
+    # issue 12: scans
+    "cumprod": (lambda M, d: T(M, d, grad=True).cumprod(1), True),
+    "logcumsumexp": (lambda M, d: M.logcumsumexp(T(M, d, grad=True), 1), True),
+    "cummax": (lambda M, d: M.cummax(T(M, d, grad=True), 1).values, True),
+    "cummin": (lambda M, d: T(M, d, grad=True).cummin(0).values, True),
     "gemm": (lambda M, d: M.mm(T(M, d, grad=True), T(M, d, (4, 2), seed=1)), True),
     "mm": (lambda M, d: M.mm(T(M, d, grad=True), T(M, d, (4, 2), seed=1)), True),
     "mv": (lambda M, d: M.mv(T(M, d, grad=True), T(M, d, (4,), seed=1)), True),

@@ -106,6 +106,7 @@ extern PyMethodDef ampc_py_module_methods_creation[];
 extern PyMethodDef ampc_py_module_methods_elementwise[]; /* py_elementwise.c */
 extern PyMethodDef ampc_py_module_methods_elementwise_more[]; /* py_elementwise_more.c */
 extern PyMethodDef ampc_py_module_methods_reduce[];      /* py_reduce.c */
+extern PyMethodDef ampc_py_module_methods_reduce_more[]; /* py_reduce_more.c */
 extern PyMethodDef ampc_py_module_methods_linalg[];      /* py_linalg.c */
 extern PyMethodDef ampc_py_module_methods_index[];       /* py_index.c */
 extern PyMethodDef ampc_py_module_methods_random[];      /* py_random.c */
@@ -124,6 +125,7 @@ extern PyMethodDef ampc_py_tensor_methods_core[];        /* py_tensor.c */
 extern PyMethodDef ampc_py_tensor_methods_elementwise[];
 extern PyMethodDef ampc_py_tensor_methods_elementwise_more[];
 extern PyMethodDef ampc_py_tensor_methods_reduce[];
+extern PyMethodDef ampc_py_tensor_methods_reduce_more[];
 extern PyMethodDef ampc_py_tensor_methods_linalg[];
 extern PyMethodDef ampc_py_tensor_methods_index[];
 extern PyMethodDef ampc_py_tensor_methods_random[];

@@ -235,13 +235,13 @@ def _reduction(name, multi_dim=True, needs_dim=False, dtypes=ALL):
             args.append("dim=(%s)" % "".join("%d, " % x for x in dims))
         else:
             args.append("dim=%d" % dim_arg(d, len(shape)))
-        if args and name not in ("cumsum",) and rng.random() < 0.5:
+        if args and name not in ("cumsum", "cumprod", "logcumsumexp") and rng.random() < 0.5:
             args.append("keepdim=True")
         if name in ("var", "std") and rng.random() < 0.5:
             args.append("correction=%d" % rng.integers(0, 3))
         if name == "norm" and rng.random() < 0.5:
             args.insert(0, "p=%s" % choice(d, ["1", "2", "3.0", "float('inf')"]))
-        if name in ("sum", "cumsum", "prod") and rng.random() < 0.15:
+        if name in ("sum", "cumsum", "prod", "cumprod") and rng.random() < 0.15:
             args.append("dtype=M.%s" % choice(d, ["float32", "float64"]))  # torch's autograd refuses int64 here
         if rng.random() < 0.5:
             return "%s.%s(%s)" % (a, name, ", ".join(args))
@@ -259,6 +259,21 @@ for _n in ["argmax", "argmin"]:
 for _n in ["any", "all"]:
     op("reduce:" + _n, grad=False)(_reduction(_n, multi_dim=False))
 op("reduce:cumsum")(_reduction("cumsum", multi_dim=False, needs_dim=True))
+# issue 12: scans
+op("reduce:cumprod")(_reduction("cumprod", multi_dim=False, needs_dim=True))
+op("reduce:logcumsumexp")(_reduction("logcumsumexp", multi_dim=False, needs_dim=True, dtypes=FLOATS))
+
+
+def _cumext(name):
+    def gen(d):
+        shape = draw_shape(d.rng)
+        a = d.tensor(shape, float_or_any(d), grad=True)
+        return "M.%s(%s, %d).%s" % (name, a, dim_arg(d, len(shape)), choice(d, ["values", "indices"]))
+    return gen
+
+
+op("cummax")(_cumext("cummax"))
+op("cummin")(_cumext("cummin"))
 
 
 # ---------------------------------------------------------------- matrix products

@@ -149,3 +149,51 @@ def test_autocast_cumprod_runs_in_float32():
         y = ampc.cumprod(x, 1)
     assert y.dtype == ampc.float32
     np.testing.assert_array_equal(y.numpy(), ampc.cumprod(x.float(), 1).numpy())
+
+
+# ---------------------------------------------------------------------------- NaN-aware reductions, nan_to_num
+
+NAN_SAMPLE = np.array([[1.0, np.nan, -np.inf, 4.0], [np.inf, 0.0, 2.5, np.nan], [-1.5, 3.0, 0.0, 7.0]],
+                      dtype=np.float32)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_nansum_nanmean_count_nonzero(dtype):
+    a, t = lib_tensor(ampc, NAN_SAMPLE, dtype), lib_tensor(torch, NAN_SAMPLE, dtype)
+    for name in ("nansum", "nanmean"):
+        for kw in ({}, {"dim": 1}, {"dim": (0, 1), "keepdim": True}, {"dim": 0}, {"dim": -1, "keepdim": True}):
+            assert_same(getattr(ampc, name)(a, **kw), getattr(torch, name)(t, **kw), 1e-6 if dtype != "bfloat16" else 0,
+                        "%s %s %s" % (name, dtype, kw))
+            assert_same(getattr(a, name)(**kw), getattr(torch, name)(t, **kw), 1e-6 if dtype != "bfloat16" else 0)
+    for kw in ({}, {"dim": 1}, {"dim": (0, 1)}):
+        assert_same(ampc.count_nonzero(a, **kw), torch.count_nonzero(t, **kw), what="count_nonzero")
+        assert_same(a.count_nonzero(**kw), torch.count_nonzero(t, **kw))
+    i = np.array([[1, 0, 3], [0, 0, 2]])
+    assert_same(ampc.nansum(ampc.tensor(i), 1), torch.nansum(torch.tensor(i), 1), what="nansum int")
+    assert_same(ampc.nansum(a, dtype=ampc.float64), torch.nansum(t, dtype=torch.float64), 1e-12, "dtype=")
+    with pytest.raises(RuntimeError, match="nanmean"):
+        ampc.nanmean(ampc.tensor(i))
+    p, q = ampc.tensor(NAN_SAMPLE, dtype=ampc.float64).requires_grad_(), torch.tensor(NAN_SAMPLE, dtype=torch.float64,
+                                                                                      requires_grad=True)
+    ampc.nanmean(p, 1).sum().backward()
+    torch.nanmean(q, 1).sum().backward()
+    assert_same(p.grad, q.grad, 1e-13, "nanmean grad")
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int64", "bool"])
+def test_nan_to_num(dtype):
+    x = NAN_SAMPLE if dtype in FLOATS else np.array([[1, 0, 3], [2, 0, 5]])
+    a, t = lib_tensor(ampc, x, dtype), lib_tensor(torch, x, dtype)
+    for args in ((), (1.5,), (1.5, 10.0, -10.0)):
+        assert_same(ampc.nan_to_num(a, *args), torch.nan_to_num(t, *args), what="nan_to_num %s %s" % (dtype, args))
+        assert_same(a.nan_to_num(*args), t.nan_to_num(*args))
+        b, u = a.clone(), t.clone()
+        assert b.nan_to_num_(*args) is b
+        u.nan_to_num_(*args)
+        assert_same(b, u, what="nan_to_num_")
+    assert_same(ampc.nan_to_num(a, posinf=1.0), torch.nan_to_num(t, posinf=1.0))
+    if dtype in FLOATS:
+        p, q = lib_tensor(ampc, x, dtype).requires_grad_(), lib_tensor(torch, x, dtype).requires_grad_()
+        ampc.nan_to_num(p).sum().backward()
+        torch.nan_to_num(q).sum().backward()
+        assert_same(p.grad, q.grad, what="nan_to_num grad")

@@ -113,6 +113,7 @@ CASES = {
     "sum": [([lp((3, 4))], lambda m, x: x.sum()), ([lp((3, 4))], lambda m, x: m.sum(x, 1))],
     "prod": [([lp((3, 4), 0.5, 1.5)], lambda m, x: x.prod()), ([lp((3, 4), 0.5, 1.5)], lambda m, x: x.prod(1))],
     "cumsum": [([lp((3, 4))], lambda m, x: x.cumsum(1))],
+    "cumprod": [([lp((3, 4), 0.5, 1.5)], lambda m, x: x.cumprod(1)), ([lp((3, 4))], lambda m, x: m.cumprod(x, 0))],  # issue 12
     # promote: mixed float32 / region dtype in, float32 out (both orders); all region dtype stays
     "atan2": [([f((3, 4)), lp((3, 4))], lambda m, a, b: m.atan2(a, b)),
               ([lp((3, 4)), f((3, 4))], lambda m, a, b: m.atan2(a, b)),
@@ -211,7 +212,7 @@ def test_policy_row(name, k, lp_name, device):
 TORCH_CPU_DIFFERS = {"mv", "exp", "log", "reciprocal", "rsqrt", "pow", "softplus", "layer_norm", "group_norm",
                      "norm", "logsumexp", "softmax", "log_softmax", "sum", "cumsum", "dot", "index_put",
                      "scatter_add", "acos", "asin", "cosh", "sinh", "tan", "log1p", "expm1", "log2", "log10",
-                     "erfinv"}
+                     "erfinv", "cumprod"}
 
 
 @pytest.mark.parametrize("lp_name", list(LP))

@@ -144,6 +144,8 @@ CASES = {
     "isneginf": (lambda M, d: M.isneginf(T(M, d) / 0), False),
     "isposinf": (lambda M, d: M.isposinf(T(M, d) / 0), False),
     "isreal": (lambda M, d: M.isreal(T(M, d)), False),
+    "threshold": (lambda M, d: F(M).threshold(T(M, d, grad=True), 0.25, -1.0), True),
+    "threshold_backward": (lambda M, d: first_grad(M, F(M).threshold, T(M, d, grad=True), 0.25, -1.0), True),
     "copysign": (lambda M, d: M.copysign(T(M, d, grad=True), T(M, d, seed=1)), True),
     "fmod": (lambda M, d: M.fmod(T(M, d, grad=True), T(M, d, low=0.5, seed=1)), True),
     "hypot": (lambda M, d: M.hypot(T(M, d, grad=True), T(M, d, seed=1)), True),

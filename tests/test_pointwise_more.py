@@ -443,3 +443,24 @@ def test_sgn_and_sign_tests_on_integers_and_bool():
         a = np.abs(i) if dt == "uint8" else i.astype(bool) if dt == "bool" else i
         for name in ("sgn", "signbit", "isneginf", "isposinf", "isreal"):
             same(getattr(ampc, name)(to(a, ampc, dt)), getattr(torch, name)(to(a, torch, dt)), what=name + " " + dt)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int64", "int32", "uint8"])
+def test_threshold(dtype):
+    gr = {"float16": 4e-3, "bfloat16": 3e-2}.get(dtype)
+    value = -1.5 if dtype in FLOATS else 3  # (torch refuses a value its dtype cannot hold; ampc wraps it)
+    check_op(lambda M, x: M.nn.functional.threshold(x, 0.25, value), [(4, 5)], dtype=dtype, rtol=gr, atol=gr,
+             low=0 if dtype == "uint8" else -2, high=4)
+    x = np.array([-1.0, 0.25, 0.5, np.nan, np.inf, -0.0], dtype=np.float32)
+    if dtype in FLOATS:
+        same(ampc.threshold(to(x, ampc, dtype), 0.25, 9.0), torch.threshold(to(x, torch, dtype), 0.25, 9.0))
+        a, t = to(x, ampc, dtype), to(x, torch, dtype)
+        assert ampc.threshold_(a, 0.0, 2.0) is a
+        torch.threshold_(t, 0.0, 2.0)
+        same(a, t, what="threshold_")
+    for lib in (ampc, torch):
+        with pytest.raises(NotImplementedError, match="threshold_cpu"):
+            lib.threshold(lib.tensor([True]), 0, 1)
+    p = ampc.tensor([-1.0, 0.3, 0.9], dtype=ampc.float64).requires_grad_()
+    assert gradcheck(lambda t: ampc.threshold(t, 0.5, 2.0), (p,))
+    assert type(ampc.threshold(p, 0.5, 2.0).grad_fn).__name__ == "ThresholdBackward0"

@@ -46,6 +46,9 @@
     AMPC_HD bool ampc_ew_isneginf_##S(T x, ampc_ew_params_##S p) { return x == (T)-INFINITY; }                   \
     AMPC_HD bool ampc_ew_isposinf_##S(T x, ampc_ew_params_##S p) { return x == (T)INFINITY; }                    \
     AMPC_HD bool ampc_ew_isreal_##S(T x, ampc_ew_params_##S p) { return true; }                                  \
+    /* threshold: value where x <= threshold (NaN passes); its grad passes where x > threshold */             \
+    AMPC_HD T ampc_ew_threshold_##S(T x, ampc_ew_params_##S p) { return x <= p.p0 ? p.p1 : x; }                  \
+    AMPC_HD T ampc_ew_threshold_backward_##S(T g, T x, ampc_ew_params_##S p) { return x <= p.p0 ? (T)0 : g; }    \
     AMPC_HD T ampc_ew_copysign_##S(T a, T b, ampc_ew_params_##S p) { return M(copysign)(a, b); }                 \
     AMPC_HD T ampc_ew_fmod_##S(T a, T b, ampc_ew_params_##S p) { return M(fmod)(a, b); }                         \
     AMPC_HD T ampc_ew_hypot_##S(T a, T b, ampc_ew_params_##S p) { return M(hypot)(a, b); }                       \
@@ -129,6 +132,7 @@ AMPC_DEFINE_STEPWISE_16(bf16)
 #define AMPC_DEFINE_EW_INT_MORE(T, U, ST, S, BITS, SIGNED, NEG)                                                           \
     AMPC_HD bool ampc_ew_signbit_##S(T x, ampc_ew_params_##S p) { return NEG(x); }                  \
     AMPC_HD bool ampc_ew_isreal_##S(T x, ampc_ew_params_##S p) { return true; }                                 \
+    AMPC_HD T ampc_ew_threshold_##S(T x, ampc_ew_params_##S p) { return x <= p.p0 ? p.p1 : x; }                 \
     AMPC_HD T ampc_ew_fmod_##S(T a, T b, ampc_ew_params_##S p) {                                                \
         if (b == 0) {                                                                                           \
             AMPC_EW_FLAG_ZERO_DIVISION(p);                                                                      \

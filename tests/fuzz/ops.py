@@ -194,6 +194,12 @@ def _polygamma(d):
     return "M.polygamma(%d, %s)" % (choice(d, [0, 1, 2, 3]), a)
 
 
+@op("threshold", rows=("threshold", "threshold_backward"))
+def _threshold(d):
+    a = d.tensor(draw_shape(d.rng), float_or_any(d, 0.9), grad=True)
+    return "F.threshold(%s, %r, %r)" % (a, choice(d, [0.0, 0.5, -1.0]), choice(d, [0.0, -2.0, 7.0]))
+
+
 @op("logit")
 def _logit(d):
     a = d.tensor(draw_shape(d.rng), float_or_any(d), grad=True)

@@ -81,8 +81,9 @@ ampc_status ampc_cummax_cummin(ampc_op op, const ampc_tensor *a, int64_t dim, am
     *values = *indices = NULL;
     if (op != AMPC_OP_CUMMAX && op != AMPC_OP_CUMMIN)
         return ampc_set_error(AMPC_E_VALUE, "cummax_cummin: %s is not cummax or cummin", ampc_op_name(op));
-    int d;
-    AMPC_TRY(ampc_wrap_dim(ampc_op_name(op), dim, a->ndim, &d));
+    int d = 0;
+    if (ampc_numel(a) > 0 || (dim >= -(int64_t)(a->ndim ? a->ndim : 1) && dim < (a->ndim ? a->ndim : 1)))
+        AMPC_TRY(ampc_wrap_dim(ampc_op_name(op), dim, a->ndim, &d)); /* torch checks no dim of an empty input */
     ampc_tensor *in = contiguous_as(a, a->dtype);
     if (!in) return ampc_last_status();
     ampc_tensor *v = ampc_empty(a->ndim, a->shape, a->dtype, a->device);

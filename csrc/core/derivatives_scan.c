@@ -37,7 +37,7 @@ static ampc_tensor *reversed_logcumsumexp(ampc_tensor *t, int64_t dim) {
 }
 
 /* grad of cumprod, zeros included. Along each line let z be the first zero of x:
- *   i < z:  sum_{k >= i} g_k y_k / x_i                      (reversed_cumsum(g y) / x)
+ *   i < z:  sum_{i <= k < z} g_k y_k / x_i                  (reversed_cumsum(g y before z) / x)
  *   i == z: sum_{k >= z} g_k prod_{j <= k, j != z} x_j      (reversed_cumsum(g cumprod(x with x_z = 1)))
  *   i > z:  0 */
 static ampc_status cumprod_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
@@ -52,7 +52,11 @@ static ampc_status cumprod_backward(ampc_node *n, ampc_tensor *const *go, ampc_t
     ampc_tensor *before = ad_cmps(AMPC_OP_EQ, ad_ref(zeros_so_far), 0.0);
     ampc_tensor *first = ad_bin(AMPC_OP_LOGICAL_AND, ad_cmps(AMPC_OP_EQ, zeros_so_far, 1.0), is_zero);
     ampc_tensor *x_safe = ad_where(ad_ref(before), ad_ref(x), ad_num(1.0, x));
-    ampc_tensor *g_before = ad_div(reversed_cumsum(ad_mul(G, y), dim), x_safe);
+    /* only the terms before the first zero (later ones are 0 exactly; a NaN or inf after it must not leak) */
+    ampc_tensor *gy = ad_mul(G, y);
+    ampc_tensor *gy_before = ad_where(ad_ref(before), ad_ref(gy), ad_num(0.0, gy));
+    ampc_tensor_decref(gy);
+    ampc_tensor *g_before = ad_div(reversed_cumsum(gy_before, dim), x_safe);
     ampc_tensor *x_skip = ad_where(ad_ref(first), ad_num(1.0, x), ad_ref(x));
     ampc_tensor *y_skip = x_skip ? ampc_cumprod(x_skip, dim, AMPC_DTYPE_UNDEFINED) : NULL;
     ampc_tensor_decref(x_skip);

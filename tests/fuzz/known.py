@@ -105,6 +105,12 @@ FOUND = [
     ("var-no-dof-grad", "found: var/std backward with correction >= the count has the wrong sign of inf",
      lambda c, k, d: c.op in ("reduce:var", "reduce:std") and "correction=" in c.expr and k == "grad"
      and _any("inf", "nan")(d)),
+    ("threshold-int-value-overflow", "found: threshold of an integer tensor with a value its dtype cannot hold "
+     "wraps it; torch raises",
+     _says(("threshold",), "error_only_torch", "without overflow")),
+    ("cummin-cummax-grad-low-precision", "found: cummax/cummin backward in fp16/bf16 goes through scatter_add, "
+     "which accumulates repeated indices in the 16-bit type (as index-select-grad-low-precision)",
+     lambda c, k, d: c.op in ("cummax", "cummin") and k == "grad" and bool(c.flags & {"dtype_float16", "dtype_bfloat16"})),
     ("embedding-assert", "found: embedding's padding_idx check is an assert (AssertionError; gone under python -O)",
      lambda c, k, d: c.op == "embedding" and k == "error_type" and d.startswith("ampc AssertionError")),
 ]
@@ -136,6 +142,10 @@ TORCH = [
      "tail of short tensors: g * inf at -0.0, NaN at a NaN x)",
      lambda c, k, d: c.op == "logit" and k == "grad" and _any("inf", "nan")(d)
      and ("nonfinite" in c.flags or "-0.0" in source_of(c))),
+    ("torch-sinc-grad-cancellation", "torch: sinc backward near 0 in float32/16-bit cancels in pi x cos(pi x) - "
+     "sin(pi x); 1-ulp differences between torch's SLEEF sin/cos and libm grow to ~1e-3 there, and neither side is "
+     "closer to the exact value",
+     lambda c, k, d: c.op == "unary:sinc" and k == "grad" and "value" in d and "dtype_float64" not in c.flags),
     ("torch-adaptive-pool-empty-backward", "torch: adaptive_avg_pool2d backward refuses an empty channel dimension",
      lambda c, k, d: c.op == "adaptive_avg_pool2d" and k == "error_only_torch"
      and "Expected grad_output to have non-zero size" in d),

@@ -443,7 +443,9 @@ static ampc_status table_binary_backward(ampc_node *n, ampc_tensor *const *go, a
     case AMPC_OP_XLOGY: /* g log(b), 0 where a == 0 and b <= 0 (torch's rule); g a / b; in the grad's dtype */
         if (g0) {
             ampc_tensor *b = B(n);
-            if (b && b->dtype != dt) b = ad_to(b, dt); /* log of an fp16 b for a float64 a: in float64, as torch */
+            /* log(b) in the grad's dtype, as torch: an fp16 b under a float64 a, or a Python number b (whose
+             * own log would run in the default dtype) become a plain tensor of that dtype first */
+            if (b && (b->dtype != dt || b->is_wrapped_number)) b = ad_add(ampc_zeros(0, NULL, dt, b->device), b);
             ampc_tensor *d = ad_mul(G, ad_un(AMPC_OP_LOG, ad_ref(b)));
             ampc_tensor *zero = ad_bin(AMPC_OP_LOGICAL_AND, ad_cmps(AMPC_OP_EQ, A(n), 0.0), ad_cmps(AMPC_OP_LE, b, 0.0));
             gi[0] = ad_where(zero, ad_num(0.0, d), d);

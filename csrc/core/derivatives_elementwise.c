@@ -445,7 +445,8 @@ static ampc_status table_binary_backward(ampc_node *n, ampc_tensor *const *go, a
             ampc_tensor *b = B(n);
             /* log(b) in the grad's dtype, as torch: an fp16 b under a float64 a, or a Python number b (whose
              * own log would run in the default dtype) become a plain tensor of that dtype first */
-            if (b && (b->dtype != dt || b->is_wrapped_number)) b = ad_add(ampc_zeros(0, NULL, dt, b->device), b);
+            if (b && b->is_wrapped_number) b = ad_add(ampc_zeros(0, NULL, dt, b->device), b);
+            else if (b && b->dtype != dt) b = ad_to(b, dt);
             ampc_tensor *d = ad_mul(G, ad_un(AMPC_OP_LOG, ad_ref(b)));
             ampc_tensor *zero = ad_bin(AMPC_OP_LOGICAL_AND, ad_cmps(AMPC_OP_EQ, A(n), 0.0), ad_cmps(AMPC_OP_LE, b, 0.0));
             gi[0] = ad_where(zero, ad_num(0.0, d), d);

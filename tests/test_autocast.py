@@ -96,12 +96,24 @@ CASES = {
     "binary_cross_entropy_with_logits": [
         ([lp((3, 4)), lp((3, 4), 0.0, 1.0)], lambda m, x, y: m.F.binary_cross_entropy_with_logits(x, y))],
     "logsumexp": [([lp((3, 4))], lambda m, x: m.logsumexp(x, 1))],
+    # issue 12: torch's CUDA fp32 list
+    "acos": [([lp((3, 4), -0.9, 0.9)], lambda m, x: m.acos(x)), ([lp((3, 4), -0.9, 0.9)], lambda m, x: x.arccos())],
+    "asin": [([lp((3, 4), -0.9, 0.9)], lambda m, x: m.asin(x))],
+    "cosh": [([lp((3, 4))], lambda m, x: m.cosh(x))],
+    "sinh": [([lp((3, 4))], lambda m, x: x.sinh())],
+    "tan": [([lp((3, 4), -1.0, 1.0)], lambda m, x: m.tan(x))],
+    "log1p": [([lp((3, 4), 0.0, 3.0)], lambda m, x: m.log1p(x))],
+    "expm1": [([lp((3, 4))], lambda m, x: m.expm1(x))],
+    "log2": [([lp((3, 4), 0.1, 3.0)], lambda m, x: m.log2(x))],
+    "log10": [([lp((3, 4), 0.1, 3.0)], lambda m, x: m.log10(x))],
+    "erfinv": [([lp((3, 4), -0.9, 0.9)], lambda m, x: m.erfinv(x))],
     # float32 through the dtype argument
     "softmax": [([lp((3, 4))], lambda m, x: m.F.softmax(x, dim=1))],
     "log_softmax": [([lp((3, 4))], lambda m, x: m.F.log_softmax(x, dim=1))],
     "sum": [([lp((3, 4))], lambda m, x: x.sum()), ([lp((3, 4))], lambda m, x: m.sum(x, 1))],
     "prod": [([lp((3, 4), 0.5, 1.5)], lambda m, x: x.prod()), ([lp((3, 4), 0.5, 1.5)], lambda m, x: x.prod(1))],
     "cumsum": [([lp((3, 4))], lambda m, x: x.cumsum(1))],
+    "cumprod": [([lp((3, 4), 0.5, 1.5)], lambda m, x: x.cumprod(1)), ([lp((3, 4))], lambda m, x: m.cumprod(x, 0))],  # issue 12
     # promote: mixed float32 / region dtype in, float32 out (both orders); all region dtype stays
     "atan2": [([f((3, 4)), lp((3, 4))], lambda m, a, b: m.atan2(a, b)),
               ([lp((3, 4)), f((3, 4))], lambda m, a, b: m.atan2(a, b)),
@@ -199,7 +211,8 @@ def test_policy_row(name, k, lp_name, device):
 # scatter_add then raise on mixed dtypes). Only the rows where both policies agree are compared.
 TORCH_CPU_DIFFERS = {"mv", "exp", "log", "reciprocal", "rsqrt", "pow", "softplus", "layer_norm", "group_norm",
                      "norm", "logsumexp", "softmax", "log_softmax", "sum", "cumsum", "dot", "index_put",
-                     "scatter_add"}
+                     "scatter_add", "acos", "asin", "cosh", "sinh", "tan", "log1p", "expm1", "log2", "log10",
+                     "erfinv", "cumprod"}
 
 
 @pytest.mark.parametrize("lp_name", list(LP))

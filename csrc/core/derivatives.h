@@ -56,6 +56,11 @@ ampc_status ampc_ad_record_norm(const ampc_tensor *a, double p, int n_dims, cons
 ampc_status ampc_ad_record_max_min_dim(ampc_op op, const ampc_tensor *a, int64_t dim, bool keepdim,
                                        ampc_tensor *values, ampc_tensor *indices);
 ampc_status ampc_ad_record_cumsum(const ampc_tensor *a, int64_t dim, ampc_tensor *out);
+/* issue 12's scans (derivatives_scan.c); dim wrapped */
+ampc_status ampc_ad_record_cumprod(const ampc_tensor *a, int64_t dim, ampc_tensor *out);
+ampc_status ampc_ad_record_logcumsumexp(const ampc_tensor *a, int64_t dim, ampc_tensor *out);
+ampc_status ampc_ad_record_cummax_cummin(ampc_op op, const ampc_tensor *a, int64_t dim, ampc_tensor *values,
+                                         ampc_tensor *indices);
 
 /* matrix work (derivatives_linalg.c); matmul covers dot, mv and the broadcast batched cases. */
 ampc_status ampc_ad_record_mm(const ampc_tensor *a, const ampc_tensor *b, ampc_tensor *out);

@@ -130,6 +130,89 @@ static ampc_tensor *unary_grad(ampc_node *n, ampc_op op, ampc_tensor *const *go)
         ampc_tensor_decref(a);
         return g;
     }
+    /* issue 12 */
+    case AMPC_OP_ACOS: /* -g / sqrt(1 - a^2) */
+    case AMPC_OP_ASIN: { /* g / sqrt(1 - a^2) */
+        ampc_tensor *a = X(n);
+        ampc_tensor *d = ad_un(AMPC_OP_RSQRT, ad_rsubs(1.0, ad_mul(ad_ref(a), a)));
+        return ad_mul(G, op == AMPC_OP_ACOS ? ad_scale(d, -1.0) : d);
+    }
+    case AMPC_OP_ATAN: { /* g / (1 + a^2) */
+        ampc_tensor *a = X(n);
+        return ad_div(G, ad_adds(ad_mul(ad_ref(a), a), 1.0));
+    }
+    case AMPC_OP_COSH: /* g sinh(a) */
+        return ad_mul(G, ad_un(AMPC_OP_SINH, X(n)));
+    case AMPC_OP_SINH: /* g cosh(a) */
+        return ad_mul(G, ad_un(AMPC_OP_COSH, X(n)));
+    case AMPC_OP_TAN: { /* g (1 + y^2) */
+        ampc_tensor *y = X(n);
+        return ad_mul(G, ad_adds(ad_mul(ad_ref(y), y), 1.0));
+    }
+    case AMPC_OP_ACOSH: /* g / sqrt(a^2 - 1) */
+    case AMPC_OP_ASINH: { /* g / sqrt(a^2 + 1) */
+        ampc_tensor *a = X(n);
+        return ad_mul(G, ad_un(AMPC_OP_RSQRT, ad_adds(ad_mul(ad_ref(a), a), op == AMPC_OP_ACOSH ? -1.0 : 1.0)));
+    }
+    case AMPC_OP_ATANH: { /* g / (1 - a^2) */
+        ampc_tensor *a = X(n);
+        return ad_div(G, ad_rsubs(1.0, ad_mul(ad_ref(a), a)));
+    }
+    case AMPC_OP_LOG1P: /* g / (1 + a) */
+        return ad_div(G, ad_adds(X(n), 1.0));
+    case AMPC_OP_EXPM1: /* g (y + 1) */
+        return ad_mul(G, ad_adds(X(n), 1.0));
+    case AMPC_OP_EXP2: /* g y ln 2 */
+        return ad_mul(G, ad_scale(X(n), 0.693147180559945309417232121458));
+    case AMPC_OP_LOG2: /* g / (a ln 2) */
+        return ad_div(G, ad_scale(X(n), 0.693147180559945309417232121458));
+    case AMPC_OP_LOG10: /* g / (a ln 10) */
+        return ad_div(G, ad_scale(X(n), 2.302585092994045684017991454684));
+    case AMPC_OP_ERFC: { /* -g 2/sqrt(pi) e^(-a^2) */
+        ampc_tensor *a = X(n);
+        return ad_mul(G, ad_scale(ad_un(AMPC_OP_EXP, ad_scale(ad_mul(ad_ref(a), a), -1.0)), -M_2_SQRTPI_));
+    }
+    case AMPC_OP_ERFINV: { /* g sqrt(pi)/2 e^(y^2) */
+        ampc_tensor *y = X(n);
+        return ad_mul(G, ad_scale(ad_un(AMPC_OP_EXP, ad_mul(ad_ref(y), y)), 0.886226925452758013649083741671));
+    }
+    case AMPC_OP_LGAMMA: /* g digamma(a) */
+        return ad_mul(G, ad_un(AMPC_OP_DIGAMMA, X(n)));
+    case AMPC_OP_DIGAMMA: /* g polygamma(1, a) */
+    case AMPC_OP_POLYGAMMA: { /* g polygamma(n + 1, a) */
+        int64_t order = op == AMPC_OP_DIGAMMA ? 1 : ampc_scalar_to_int(n->attrs.scalars[0]) + 1;
+        ampc_tensor *a = X(n);
+        ampc_tensor *d = a ? ampc_elementwise_params(AMPC_OP_POLYGAMMA, a, NULL, ampc_scalar_int(order), ampc_scalar_none()) : NULL;
+        ampc_tensor_decref(a);
+        return ad_mul(G, d);
+    }
+    case AMPC_OP_SINC: { /* g (pi a cos(pi a) - sin(pi a)) / (pi a^2), 0 where pi a^2 is 0 (torch's order) */
+        ampc_tensor *a = X(n);
+        ampc_tensor *pa = ad_scale(ad_ref(a), 3.14159265358979323846);
+        ampc_tensor *pa_cos = ad_mul(ad_ref(pa), ad_un(AMPC_OP_COS, ad_ref(pa)));
+        ampc_tensor *num = ad_sub(pa_cos, ad_un(AMPC_OP_SIN, pa)); /* pa consumed last: argument order is unspecified */
+        ampc_tensor *sq = ad_scale(ad_mul(ad_ref(a), a), 3.14159265358979323846);
+        ampc_tensor *d = ad_div(ad_mul(G, num), ad_ref(sq));
+        return ad_where(ad_cmps(AMPC_OP_EQ, sq, 0.0), ad_num(0.0, d), d);
+    }
+    case AMPC_OP_LOGIT: { /* g / (a (1 - a)); eps: 0 outside [eps, 1 - eps]; None: NaN outside [0, 1] (torch's
+                           * vectorized kernel; its scalar tail writes g * inf at a == -0.0) */
+        double eps = ampc_scalar_to_double(n->attrs.scalars[0]);
+        ampc_tensor *a = X(n);
+        ampc_tensor *d = ad_div(G, ad_mul(ad_ref(a), ad_rsubs(1.0, ad_ref(a))));
+        bool none = isnan(eps);
+        double lo = none ? 0.0 : eps, hi = none ? 1.0 : 1.0 - eps;
+        ampc_tensor *above_lo = ad_cmps(AMPC_OP_GE, ad_ref(a), lo);
+        ampc_tensor *inside = ad_bin(AMPC_OP_LOGICAL_AND, above_lo, ad_cmps(AMPC_OP_LE, a, hi)); /* NaN: outside */
+        return ad_where(inside, d, ad_num(none ? NAN : 0.0, d));
+    }
+    case AMPC_OP_FRAC: /* g */
+        return G;
+    case AMPC_OP_DEG2RAD: /* g pi/180 */
+        return ad_scale(G, 0.017453292519943295769);
+    case AMPC_OP_RAD2DEG: /* g 180/pi */
+        return ad_scale(G, 57.295779513082320876798);
+    case AMPC_OP_TRUNC: case AMPC_OP_SGN: /* piecewise constant: 0 */
     case AMPC_OP_SIGN: case AMPC_OP_FLOOR: case AMPC_OP_CEIL: case AMPC_OP_ROUND: /* piecewise constant: 0 */
         return ampc_zeros(go[0]->ndim, go[0]->shape, go[0]->dtype, go[0]->device);
     default:
@@ -322,6 +405,94 @@ static ampc_status remainder_backward(ampc_node *n, ampc_tensor *const *go, ampc
     return ad_done(n, gi);
 }
 
+/* ---- issue 12's binary rows: rules named by their GRAD column, one switch on the op
+ * (attrs.ints[1]); slots as above: a (0), b (1), the output (2). */
+static ampc_status table_binary_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    ampc_op op = (ampc_op)n->attrs.ints[1];
+    ampc_dtype dt = go[0]->dtype;
+    bool g0 = n->needs_input_grad[0], g1 = n->needs_input_grad[1];
+    switch (op) {
+    case AMPC_OP_COPYSIGN: /* g y / a (0 where a == 0); none for the sign's source */
+        if (g0) {
+            ampc_tensor *a = A(n);
+            ampc_tensor *ratio = ad_div(Y(n), ad_ref(a));
+            gi[0] = ad_mul(G, ad_where(ad_cmps(AMPC_OP_EQ, a, 0.0), ad_num(0.0, ratio), ratio));
+        }
+        if (g1) gi[1] = ampc_zeros(go[0]->ndim, go[0]->shape, dt, go[0]->device);
+        break;
+    case AMPC_OP_FMOD: /* a - trunc(a / b) b: g, -g trunc(a / b) */
+        if (g0) gi[0] = G;
+        if (g1) {
+            ampc_tensor *a = A(n), *b = B(n), *q = a && b ? ampc_div_mode(a, b, 1) : NULL;
+            ampc_tensor_decref(a);
+            ampc_tensor_decref(b);
+            gi[1] = ad_mul(G, ad_scale(q, -1.0));
+        }
+        break;
+    case AMPC_OP_HYPOT: /* g a / y, g b / y */
+        if (g0) gi[0] = ad_div(ad_mul(G, A(n)), Y(n));
+        if (g1) gi[1] = ad_div(ad_mul(G, B(n)), Y(n));
+        break;
+    case AMPC_OP_LOGADDEXP:  /* g / (1 + e^(b - a)), g / (1 + e^(a - b)) */
+    case AMPC_OP_LOGADDEXP2: { /* the same with 2^ */
+        ampc_op e = op == AMPC_OP_LOGADDEXP ? AMPC_OP_EXP : AMPC_OP_EXP2;
+        if (g0) gi[0] = ad_div(G, ad_adds(ad_un(e, ad_sub(B(n), A(n))), 1.0));
+        if (g1) gi[1] = ad_div(G, ad_adds(ad_un(e, ad_sub(A(n), B(n))), 1.0));
+        break;
+    }
+    case AMPC_OP_XLOGY: /* g log(b), 0 where a == 0 and b <= 0 (torch's rule); g a / b; in the grad's dtype */
+        if (g0) {
+            ampc_tensor *b = B(n);
+            /* log(b) in the grad's dtype, as torch: an fp16 b under a float64 a, or a Python number b (whose
+             * own log would run in the default dtype) become a plain tensor of that dtype first */
+            if (b && b->is_wrapped_number) b = ad_add(ampc_zeros(0, NULL, dt, b->device), b);
+            else if (b && b->dtype != dt) b = ad_to(b, dt);
+            ampc_tensor *d = ad_mul(G, ad_un(AMPC_OP_LOG, ad_ref(b)));
+            ampc_tensor *zero = ad_bin(AMPC_OP_LOGICAL_AND, ad_cmps(AMPC_OP_EQ, A(n), 0.0), ad_cmps(AMPC_OP_LE, b, 0.0));
+            gi[0] = ad_where(zero, ad_num(0.0, d), d);
+        }
+        if (g1) gi[1] = ad_div(ad_mul(G, A(n)), B(n));
+        break;
+    case AMPC_OP_FMAX:   /* a wins where a >= b or b is NaN (a <= b for fmin); b takes the rest */
+    case AMPC_OP_FMIN: {
+        ampc_tensor *b = B(n);
+        ampc_tensor *ordered = ad_bin(op == AMPC_OP_FMAX ? AMPC_OP_GE : AMPC_OP_LE, A(n), ad_ref(b));
+        ampc_tensor *wins = ad_bin(AMPC_OP_LOGICAL_OR, ordered, ad_un(AMPC_OP_ISNAN, b));
+        if (g0) gi[0] = ad_mul(G, ad_mask(ad_ref(wins), dt));
+        if (g1) gi[1] = ad_mul(G, ad_mask(ad_un(AMPC_OP_LOGICAL_NOT, ad_ref(wins)), dt));
+        ampc_tensor_decref(wins);
+        break;
+    }
+    default:
+        ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: no derivative for %s", ampc_node_name(n), ampc_op_name(op));
+        return ampc_last_status();
+    }
+    return ad_done(n, gi);
+}
+
+#define GRAD(node) {node, table_binary_backward}
+#define GRAD_BY(node, op) {NULL, NULL}
+#define GRAD_LINEAR(node) {NULL, NULL}
+#define NOGRAD {NULL, NULL}
+#define AMPC_OP(id, name, kind, schema, backends, ac, ...)
+#define TABLE_RULE_UNARY(id, ...)
+#define TABLE_RULE_BINARY(id, ...) [AMPC_OP_##id] = __VA_ARGS__,
+#define TABLE_RULE_COMPARE(id, ...)
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) TABLE_RULE_##kind(id, grad)
+static const ampc_grad_rule table_binary_rules[AMPC_NUM_OPS] = {
+#include "ops.def"
+};
+#undef TABLE_RULE_UNARY
+#undef TABLE_RULE_BINARY
+#undef TABLE_RULE_COMPARE
+#undef AMPC_EW_OP
+#undef AMPC_OP
+#undef GRAD
+#undef GRAD_BY
+#undef GRAD_LINEAR
+#undef NOGRAD
+static const ampc_grad_rule fmod_scalar_rule = {"FmodBackward0", table_binary_backward};
+
 static const ampc_grad_rule add_rule = {"AddBackward0", add_backward}, add_scalar_rule = {"AddBackward1", add_backward},
                             sub_rule = {"SubBackward0", sub_backward}, sub_scalar_rule = {"SubBackward1", sub_backward},
                             rsub_rule = {"RsubBackward1", sub_backward}, mul_rule = {"MulBackward0", mul_backward},
@@ -343,7 +514,9 @@ static const ampc_grad_rule *binary_rule(ampc_op op, const ampc_tensor *a, const
     case AMPC_OP_MINIMUM: return &minimum_rule;
     case AMPC_OP_ATAN2: return &atan2_rule;
     case AMPC_OP_REMAINDER: return &remainder_rule;
-    default: return NULL; /* comparisons, logical and bitwise ops: no gradient */
+    case AMPC_OP_FMOD: return b->is_wrapped_number ? &fmod_scalar_rule : &table_binary_rules[op];
+    default: /* issue 12's rows by their GRAD column; comparisons, logical and bitwise ops: none */
+        return table_binary_rules[op].backward ? &table_binary_rules[op] : NULL;
     }
 }
 
@@ -356,6 +529,9 @@ static void binary_saves(ampc_op op, bool ga, bool gb, bool *save_a, bool *save_
     case AMPC_OP_POW: *save_a = true; *save_b = true; *save_y = gb; break;
     case AMPC_OP_MAXIMUM: case AMPC_OP_MINIMUM: case AMPC_OP_ATAN2: case AMPC_OP_REMAINDER:
         *save_a = *save_b = true; break;
+    case AMPC_OP_COPYSIGN: case AMPC_OP_HYPOT: *save_a = *save_b = *save_y = true; break;
+    case AMPC_OP_FMOD: case AMPC_OP_LOGADDEXP: case AMPC_OP_LOGADDEXP2: case AMPC_OP_XLOGY: case AMPC_OP_FMAX:
+    case AMPC_OP_FMIN: *save_a = *save_b = true; break;
     default: break;
     }
 }
@@ -374,6 +550,8 @@ static ampc_status record_binary(ampc_op op, const ampc_tensor *a, const ampc_te
     binary_saves(op, a->requires_grad, b->requires_grad, &sa, &sb, &sy);
     ampc_node_attrs at = {0};
     at.scalars[0] = alpha;
+    at.ints[1] = op; /* table_binary_backward's switch */
+    at.n_ints = 2;
     const ampc_tensor *ins[2] = {a, b};
     const ampc_tensor *saved[3] = {sa ? a_value : NULL, sb ? (b == out ? a_value : b) : NULL, sy ? out : NULL};
     return ampc_autograd_record(rule, 2, ins, 1, &out, 3, saved, &at) ? AMPC_OK : ampc_last_status();
@@ -538,7 +716,28 @@ ampc_status ampc_ad_binary_(ampc_op op, ampc_tensor *a, const ampc_tensor *b, am
     return st;
 }
 
+/* acosh_, asinh_, atanh_: torch records a node whose backward refuses (no in-place formula) */
+static ampc_status refused_inplace_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "the derivative for 'inplace version of %s' is not implemented.",
+                          ampc_op_name((ampc_op)n->attrs.ints[1]));
+}
+static const ampc_grad_rule refused_rules[3] = {{"AcoshBackward1", refused_inplace_backward},
+                                                {"AsinhBackward1", refused_inplace_backward},
+                                                {"AtanhBackward1", refused_inplace_backward}};
+
 static ampc_status unary_inplace(ampc_op op, ampc_tensor *a, ampc_scalar min, ampc_scalar max) {
+    if (op == AMPC_OP_ACOSH || op == AMPC_OP_ASINH || op == AMPC_OP_ATANH) {
+        AMPC_TRY(ampc_autograd_check_inplace(a));
+        ampc_status st;
+        AD_PAUSED(st, ampc_unary_(op, a));
+        if (st != AMPC_OK || !ampc_dtype_is_floating(a->dtype)) return st;
+        ampc_node_attrs at = {0};
+        at.ints[1] = op;
+        at.n_ints = 2;
+        const ampc_grad_rule *rule = &refused_rules[op == AMPC_OP_ACOSH ? 0 : op == AMPC_OP_ASINH ? 1 : 2];
+        const ampc_tensor *in = a;
+        return ampc_autograd_record(rule, 1, &in, 1, &a, 0, NULL, &at) ? AMPC_OK : ampc_last_status();
+    }
     ampc_tensor *before;
     AMPC_TRY(ampc_autograd_check_inplace(a));
     AMPC_TRY(copy_before(unary_needs_self(op), a, &before));

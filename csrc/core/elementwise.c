@@ -190,6 +190,14 @@ static ampc_status check_arguments(const ew_call *c, ampc_dtype compute) {
             return ampc_set_error(AMPC_E_RUNTIME, "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
                                   ampc_dtype_torch_name(c->in[0]->dtype));
         break;
+    case AMPC_OP_POLYGAMMA:
+        if (ampc_scalar_to_double(c->params[0]) < 0)
+            return ampc_set_error(AMPC_E_RUNTIME, "polygamma(n, x) does not support negative n.");
+        break;
+    case AMPC_OP_HEAVISIDE:
+        if (c->in[0]->dtype != c->in[1]->dtype)
+            return ampc_set_error(AMPC_E_RUNTIME, "heaviside is not yet implemented for tensors with different dtypes.");
+        break;
     case AMPC_OP_GELU:
         if (c->mode != 0 && c->mode != 1)
             return ampc_set_error(AMPC_E_RUNTIME, "approximate argument must be either none or tanh.");
@@ -317,6 +325,20 @@ static void choose_form(const ew_call *c, ampc_dtype compute, ampc_elementwise_a
             default: e->form = compute == AMPC_FLOAT32 ? AMPC_EW_FORM_POW_SCALAR_WIDE : AMPC_EW_FORM_POW_SCALAR; break;
             }
         }
+        break;
+    case AMPC_OP_LOGIT: /* fp16/bf16 round after every step, as torch's kernels on the 16-bit type */
+    case AMPC_OP_XLOGY:
+        e->p0 = c->params[0];
+        if (compute == AMPC_FLOAT16) e->form = c->op == AMPC_OP_LOGIT ? AMPC_EW_FORM_LOGIT_F16 : AMPC_EW_FORM_XLOGY_F16;
+        if (compute == AMPC_BFLOAT16) e->form = c->op == AMPC_OP_LOGIT ? AMPC_EW_FORM_LOGIT_BF16 : AMPC_EW_FORM_XLOGY_BF16;
+        break;
+    case AMPC_OP_FMAX:
+    case AMPC_OP_FMIN:
+        if (compute == AMPC_BFLOAT16) e->form = c->op == AMPC_OP_FMAX ? AMPC_EW_FORM_FMAX_BF16 : AMPC_EW_FORM_FMIN_BF16;
+        break;
+    case AMPC_OP_NEXTAFTER: /* fp16/bf16 step in their own format */
+        if (compute == AMPC_FLOAT16) e->form = AMPC_EW_FORM_NEXTAFTER_F16;
+        if (compute == AMPC_BFLOAT16) e->form = AMPC_EW_FORM_NEXTAFTER_BF16;
         break;
     default:
         /* the BIND_PARAMS2 rows of ops.def keep their two parameters in params[0..1] */

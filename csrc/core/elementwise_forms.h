@@ -78,7 +78,8 @@ static inline bool ampc_ew_form_is_unary(ampc_ew_form f) {
 
 /* Integer division and remainder forms, whose loops report a zero divisor. */
 static inline bool ampc_ew_form_checks_divisor(ampc_ew_form f) {
-    return f == AMPC_EW_FORM_DIV_TRUNC || f == AMPC_EW_FORM_DIV_FLOOR || f == AMPC_EW_FORM_REMAINDER;
+    return f == AMPC_EW_FORM_DIV_TRUNC || f == AMPC_EW_FORM_DIV_FLOOR || f == AMPC_EW_FORM_REMAINDER ||
+           f == AMPC_EW_FORM_FMOD;
 }
 
 /* The form's name for messages: the op's ("add") or the variant's ID ("ADD_ALPHA"). */

@@ -351,6 +351,9 @@ AMPC_HD bool ampc_ew_bitwise_or_b8(bool a, bool b, ampc_ew_params_b8 p) { return
 AMPC_HD bool ampc_ew_bitwise_xor_b8(bool a, bool b, ampc_ew_params_b8 p) { return a != b; }
 AMPC_EW_COMPARISONS(bool, b8)
 
+/* the formulas of issue 12's rows (same stamping, kept in their own file) */
+#include "elementwise_math_more.h"
+
 #undef AMPC_DEFINE_EW_FLOAT
 #undef AMPC_DEFINE_EW_INT
 #undef AMPC_EW_ZERO_CHECKED

@@ -68,6 +68,12 @@ ampc_status ampc_max_min_dim(ampc_op op, const ampc_tensor *a, int64_t dim, bool
 /* argmax/argmin; has_dim false flattens. */
 ampc_tensor *ampc_arg_reduce(ampc_op op, const ampc_tensor *a, bool has_dim, int64_t dim, bool keepdim);
 ampc_tensor *ampc_cumsum(const ampc_tensor *a, int64_t dim, ampc_dtype dtype);
+/* issue 12's scans (reduce_scan.c): cumprod (dtype UNDEFINED: int64 for integer inputs),
+ * logcumsumexp (floating inputs), cummax/cummin (op: values and int64 indices, new references) */
+ampc_tensor *ampc_cumprod(const ampc_tensor *a, int64_t dim, ampc_dtype dtype);
+ampc_tensor *ampc_logcumsumexp(const ampc_tensor *a, int64_t dim);
+ampc_status ampc_cummax_cummin(ampc_op op, const ampc_tensor *a, int64_t dim, ampc_tensor **values,
+                               ampc_tensor **indices);
 
 /* ---- matrix work (linalg.c) ---- */
 ampc_tensor *ampc_mm(const ampc_tensor *a, const ampc_tensor *b);       /* (n,k)@(k,m) */

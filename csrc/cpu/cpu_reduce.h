@@ -93,5 +93,9 @@ ampc_status ampc_cpu_reduce_run(const rkernel *k, const ampc_reduce_args *a);
 int ampc_cpu_reduce_threads(int64_t work);
 /* cpu_scan.c: CUMSUM; registered by ampc_cpu_register_reduce. */
 void ampc_cpu_register_scan(void);
+/* issue 12's scans (cpu_scan_more.c): cumprod/logcumsumexp rows of the scan schema, and the
+ * scan_indices kernel (cummax/cummin) it registers */
+ampc_status ampc_cpu_scan_more(ampc_op op, const ampc_scan_args *a);
+void ampc_cpu_register_scan_more(void);
 
 #endif

@@ -41,6 +41,7 @@ static const scan_fn scan_loops[AMPC_NUM_DTYPES] = {
     [AMPC_INT64] = scan_i64,   [AMPC_INT32] = scan_i32,   [AMPC_UINT8] = scan_u8,      [AMPC_BOOL] = scan_b8};
 
 static ampc_status cpu_cumsum(ampc_op op, const ampc_scan_args *a) {
+    if (op != AMPC_OP_CUMSUM) return ampc_cpu_scan_more(op, a); /* issue 12's scan rows (cpu_scan_more.c) */
     ampc_tensor *out = a->output;
     const ampc_tensor *in = a->input;
     ampc_scan_plan sp = ampc_scan_plan_make(in, a->dim); /* (outer, n, cols): the scanned dim in the middle */
@@ -60,4 +61,7 @@ static ampc_status cpu_cumsum(ampc_op op, const ampc_scan_args *a) {
     return AMPC_OK;
 }
 
-void ampc_cpu_register_scan(void) { ampc_register_scan(AMPC_CPU, cpu_cumsum); }
+void ampc_cpu_register_scan(void) {
+    ampc_register_scan(AMPC_CPU, cpu_cumsum);
+    ampc_cpu_register_scan_more();
+}

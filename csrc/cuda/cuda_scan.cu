@@ -202,7 +202,12 @@ static ampc_status cumsum_typed(const ampc_tensor *in_t, ampc_tensor *out_t, int
     return launch_scan<T, A>(in, out, s, rows, carry, stream);
 }
 
+/* issue 12's scan rows and the scan_indices kernel (cuda_scan_more.cu) */
+extern "C" ampc_status ampc_cuda_scan_more(ampc_op op, const ampc_scan_args *a);
+extern "C" void ampc_cuda_register_scan_more(void);
+
 static ampc_status cuda_cumsum(ampc_op op, const ampc_scan_args *a) {
+    if (op != AMPC_OP_CUMSUM) return ampc_cuda_scan_more(op, a);
     ampc_tensor *out = a->output;
     const ampc_tensor *in = a->input;
     ampc_cuda_guard guard(in);
@@ -214,4 +219,7 @@ static ampc_status cuda_cumsum(ampc_op op, const ampc_scan_args *a) {
     return s;
 }
 
-void ampc_cuda_register_scan(void) { ampc_register_scan(AMPC_CUDA, cuda_cumsum); }
+void ampc_cuda_register_scan(void) {
+    ampc_register_scan(AMPC_CUDA, cuda_cumsum);
+    ampc_cuda_register_scan_more();
+}

@@ -12,7 +12,8 @@
 /* The tensor core's tables come last: where an area defines a name the core also has (e.g. an
  * autograd-aware detach), the area's definition wins. */
 static PyMethodDef *const module_tables[] = {
-    ampc_py_module_methods_elementwise, ampc_py_module_methods_reduce, ampc_py_module_methods_linalg,
+    ampc_py_module_methods_elementwise, ampc_py_module_methods_elementwise_more, ampc_py_module_methods_reduce,
+    ampc_py_module_methods_reduce_more, ampc_py_module_methods_linalg,
     ampc_py_module_methods_index, ampc_py_module_methods_shape, ampc_py_module_methods_random, ampc_py_module_methods_cuda,
     ampc_py_module_methods_amp, ampc_py_module_methods_autocast, ampc_py_module_methods_nn,
     ampc_py_module_methods_autograd, ampc_py_module_methods_multi_tensor, ampc_py_module_methods_optim,
@@ -23,7 +24,8 @@ static PyMethodDef *const module_tables[] = {
 };
 
 static PyMethodDef *const tensor_tables[] = {
-    ampc_py_tensor_methods_elementwise, ampc_py_tensor_methods_reduce, ampc_py_tensor_methods_linalg,
+    ampc_py_tensor_methods_elementwise, ampc_py_tensor_methods_elementwise_more, ampc_py_tensor_methods_reduce,
+    ampc_py_tensor_methods_reduce_more, ampc_py_tensor_methods_linalg,
     ampc_py_tensor_methods_index, ampc_py_tensor_methods_shape, ampc_py_tensor_methods_random, ampc_py_tensor_methods_autograd,
     ampc_py_tensor_methods_core, ampc_py_tensor_methods_convert, ampc_py_tensor_methods_surface,
     ampc_py_tensor_methods_storage, ampc_py_tensor_methods_sort,

@@ -107,7 +107,9 @@ int ampc_py_check(ampc_status st);
 extern PyMethodDef ampc_py_module_methods_tensor[];      /* py_tensor.c / py_creation.c */
 extern PyMethodDef ampc_py_module_methods_creation[];
 extern PyMethodDef ampc_py_module_methods_elementwise[]; /* py_elementwise.c */
+extern PyMethodDef ampc_py_module_methods_elementwise_more[]; /* py_elementwise_more.c */
 extern PyMethodDef ampc_py_module_methods_reduce[];      /* py_reduce.c */
+extern PyMethodDef ampc_py_module_methods_reduce_more[]; /* py_reduce_more.c */
 extern PyMethodDef ampc_py_module_methods_linalg[];      /* py_linalg.c */
 extern PyMethodDef ampc_py_module_methods_index[];       /* py_index.c */
 extern PyMethodDef ampc_py_module_methods_shape[];       /* py_shape.c (issue 12 shape and index ops) */
@@ -129,8 +131,10 @@ extern PyMethodDef ampc_py_module_methods_autograd[];    /* py_autograd.c */
 extern PyMethodDef ampc_py_tensor_methods_autograd[];
 extern PyMethodDef ampc_py_tensor_methods_core[];        /* py_tensor.c */
 extern PyMethodDef ampc_py_tensor_methods_elementwise[];
+extern PyMethodDef ampc_py_tensor_methods_elementwise_more[];
 extern PyMethodDef ampc_py_tensor_methods_reduce[];
 extern PyMethodDef ampc_py_tensor_methods_sort[];          /* py_sort.c */
+extern PyMethodDef ampc_py_tensor_methods_reduce_more[];
 extern PyMethodDef ampc_py_tensor_methods_linalg[];
 extern PyMethodDef ampc_py_tensor_methods_index[];
 extern PyMethodDef ampc_py_tensor_methods_shape[];

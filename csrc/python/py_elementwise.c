@@ -123,6 +123,7 @@ static PyObject *unary_inplace(ampc_op op, PyObject *self) {
 #define BIND_PARAMS2(n0, d0, n1, d1) PARAMS2, n0, d0, n1, d1
 #define BIND_CUSTOM CUSTOM, 0
 #define BIND_NONE NONE, 0
+#define BIND_BINARY(flags, inpl, other) BINARY, flags, inpl, other
 
 static PyObject *t_unary_impl(ampc_op op, PyObject *self) { return ampc_py_wrap(ampc_unary(op, T(self))); }
 static PyObject *m_unary_inplace_impl(ampc_op op, const char *fname, PyObject *x) {
@@ -178,6 +179,7 @@ static PyObject *params_function(ampc_op op, const char *fname, const char *n0, 
     }
 #define GEN_CUSTOM(id, name, ...)
 #define GEN_NONE(id, name, ...)
+#define GEN_BINARY(id, name, ...) /* generated after binary_spec, below */
 #define GEN_BIND(id, name, kind, ...) GEN_##kind(id, name, __VA_ARGS__)
 #define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) APPLY(GEN_BIND, id, name, bind)
 #include "../core/ops.def"
@@ -365,6 +367,28 @@ static PyObject *binary_method(const binary_spec *s, PyObject *self, PyObject *c
     }                                                                                                  \
     DEF_BINARY_INPLACE_##INPL(name)
 BINARY_OPS(DEF_BINARY)
+
+/* the BIND_BINARY rows of ops.def (issue 12): the same three entry points per row */
+#define GEN2_BINARY(id, name, FLAGS, INPL, OTHER)                                                  \
+    static const binary_spec spec_##id = {AMPC_OP_##id, FLAGS, 0, name, OTHER};                    \
+    static PyObject *m_##id(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {  \
+        (void)m;                                                                                   \
+        return binary_function(&spec_##id, args, nargs, kw);                                       \
+    }                                                                                              \
+    static PyObject *t_##id(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) { \
+        return binary_method(&spec_##id, self, args, nargs, kw, 0);                                \
+    }                                                                                              \
+    DEF_BINARY_INPLACE_##INPL(id)
+#define GEN2_METHOD(...)
+#define GEN2_PURE_METHOD(...)
+#define GEN2_FUNCTION(...)
+#define GEN2_PARAMS2(...)
+#define GEN2_CUSTOM(...)
+#define GEN2_NONE(...)
+#define GEN2_BIND(id, name, kind, ...) GEN2_##kind(id, name, __VA_ARGS__)
+#define AMPC_EW_OP(id, name, kind, ac, grad, save, rule, tkernel, form, dtypes, stem, bind) APPLY(GEN2_BIND, id, name, bind)
+#include "../core/ops.def"
+#undef AMPC_EW_OP
 
 /* ------------------------------------------------------------------ clamp, where, activations */
 
@@ -571,6 +595,8 @@ static PyObject *nb_xor(PyObject *a, PyObject *b) { return commuting(AMPC_OP_BIT
 static PyObject *nb_subtract(PyObject *a, PyObject *b) { return operator(AMPC_OP_SUB, 0, a, b); }
 static PyObject *nb_remainder(PyObject *a, PyObject *b) { return operator(AMPC_OP_REMAINDER, 0, a, b); }
 static PyObject *nb_floor_divide(PyObject *a, PyObject *b) { return operator(AMPC_OP_DIV, 2, a, b); }
+static PyObject *nb_lshift(PyObject *a, PyObject *b) { return operator(AMPC_OP_BITWISE_LEFT_SHIFT, 0, a, b); }
+static PyObject *nb_rshift(PyObject *a, PyObject *b) { return operator(AMPC_OP_BITWISE_RIGHT_SHIFT, 0, a, b); }
 
 /* s / x is x.reciprocal() * s in torch (torch/_tensor.py __rtruediv__) */
 static PyObject *nb_true_divide(PyObject *a, PyObject *b) {
@@ -617,6 +643,8 @@ static PyObject *nb_inplace_remainder(PyObject *a, PyObject *b) { return inplace
 static PyObject *nb_inplace_and(PyObject *a, PyObject *b) { return inplace(AMPC_OP_BITWISE_AND, 0, a, b); }
 static PyObject *nb_inplace_or(PyObject *a, PyObject *b) { return inplace(AMPC_OP_BITWISE_OR, 0, a, b); }
 static PyObject *nb_inplace_xor(PyObject *a, PyObject *b) { return inplace(AMPC_OP_BITWISE_XOR, 0, a, b); }
+static PyObject *nb_inplace_lshift(PyObject *a, PyObject *b) { return inplace(AMPC_OP_BITWISE_LEFT_SHIFT, 0, a, b); }
+static PyObject *nb_inplace_rshift(PyObject *a, PyObject *b) { return inplace(AMPC_OP_BITWISE_RIGHT_SHIFT, 0, a, b); }
 static PyObject *nb_inplace_power(PyObject *a, PyObject *b, PyObject *mod) {
     if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
     return inplace(AMPC_OP_POW, 0, a, b);
@@ -645,6 +673,8 @@ PyNumberMethods ampc_py_tensor_as_number = {
     .nb_positive = nb_positive,
     .nb_absolute = nb_absolute,
     .nb_invert = nb_invert,
+    .nb_lshift = nb_lshift,
+    .nb_rshift = nb_rshift,
     .nb_and = nb_and,
     .nb_xor = nb_xor,
     .nb_or = nb_or,
@@ -653,6 +683,8 @@ PyNumberMethods ampc_py_tensor_as_number = {
     .nb_inplace_multiply = nb_inplace_multiply,
     .nb_inplace_remainder = nb_inplace_remainder,
     .nb_inplace_power = nb_inplace_power,
+    .nb_inplace_lshift = nb_inplace_lshift,
+    .nb_inplace_rshift = nb_inplace_rshift,
     .nb_inplace_and = nb_inplace_and,
     .nb_inplace_xor = nb_inplace_xor,
     .nb_inplace_or = nb_inplace_or,
@@ -691,6 +723,9 @@ PyObject *ampc_py_tensor_richcompare(PyObject *a, PyObject *b, int op) {
 #define T_ENTRY_PARAMS2(id, name, ...)
 #define T_ENTRY_CUSTOM(id, name, ...)
 #define T_ENTRY_NONE(id, name, ...)
+#define T_BIN_INPLACE_Y(id, name) {name "_", FN(t_##id##_), FAST, NULL},
+#define T_BIN_INPLACE_N(id, name)
+#define T_ENTRY_BINARY(id, name, flags, inpl, other) {name, FN(t_##id), FAST, NULL}, T_BIN_INPLACE_##inpl(id, name)
 #define M_ENTRY_METHOD(id, name, ...) {name, FN(m_##id), FAST, NULL}, {name "_", m_##id##_, METH_O, NULL},
 #define M_ENTRY_PURE_METHOD(id, name, ...) {name, FN(m_##id), FAST, NULL},
 #define M_ENTRY_FUNCTION(id, name, ...) {name, FN(m_##id), FAST, NULL}, {name "_", FN(m_##id##_), FAST, NULL},
@@ -698,6 +733,7 @@ PyObject *ampc_py_tensor_richcompare(PyObject *a, PyObject *b, int op) {
     {name, FN(m_##id), FAST, name "(input, " #n0 "=" #d0 ", " #n1 "=" #d1 ")"}, {name "_", FN(m_##id##_), FAST, NULL},
 #define M_ENTRY_CUSTOM(id, name, ...)
 #define M_ENTRY_NONE(id, name, ...)
+#define M_ENTRY_BINARY(id, name, ...) {name, FN(m_##id), FAST, NULL},
 #define T_ENTRY(id, name, kind, ...) T_ENTRY_##kind(id, name, __VA_ARGS__)
 #define M_ENTRY(id, name, kind, ...) M_ENTRY_##kind(id, name, __VA_ARGS__)
 #define T_INPLACE_Y(name) {#name "_", FN(t_##name##_), FAST, NULL},

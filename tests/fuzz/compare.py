@@ -40,6 +40,8 @@ def _record(M, value):
     if not isinstance(value, M.Tensor):
         return ("py", (), repr(value))
     t = value.detach()
+    if getattr(t, "_is_zerotensor", lambda: False)():  # torch's sgn backward: a ZeroTensor numpy refuses
+        t = M.zeros(t.shape, dtype=t.dtype)
     name = str(t.dtype).split(".")[-1]
     if t.dtype.is_floating_point:
         arr = t.double().numpy()

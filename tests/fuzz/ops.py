@@ -189,6 +189,42 @@ for _n in COMPARE:
     op("binary:" + _n, grad=False)(_binary(_n, ALL, False))
 
 
+# issue 12: the pointwise rows it added
+UNARY_MORE = ["acos", "asin", "atan", "cosh", "sinh", "tan", "acosh", "asinh", "atanh", "log1p", "expm1", "exp2",
+              "log2", "log10", "erfc", "erfinv", "lgamma", "digamma", "sinc", "trunc", "frac", "sgn", "deg2rad", "rad2deg"]
+for _n in UNARY_MORE:
+    op("unary:" + _n)(_unary(_n))
+for _n in ["signbit", "isneginf", "isposinf", "isreal"]:
+    op("predicate:" + _n, grad=False)(_predicate(_n))
+
+
+@op("polygamma")
+def _polygamma(d):
+    a = d.tensor(draw_shape(d.rng), float_or_any(d), grad=True)
+    return "M.polygamma(%d, %s)" % (choice(d, [0, 1, 2, 3]), a)
+
+
+@op("threshold", rows=("threshold", "threshold_backward"))
+def _threshold(d):
+    a = d.tensor(draw_shape(d.rng), float_or_any(d, 0.9), grad=True)
+    return "F.threshold(%s, %r, %r)" % (a, choice(d, [0.0, 0.5, -1.0]), choice(d, [0.0, -2.0, 7.0]))
+
+
+@op("logit")
+def _logit(d):
+    a = d.tensor(draw_shape(d.rng), float_or_any(d), grad=True)
+    return "M.logit(%s, eps=%r)" % (a, choice(d, [None, 0.0, 1e-6, 0.25]))
+
+
+SCALAR_OK |= {"copysign", "fmod", "xlogy", "bitwise_left_shift", "bitwise_right_shift"}
+for _n, _dts in [("copysign", ALL), ("fmod", ALL), ("hypot", FLOATS), ("logaddexp", FLOATS), ("logaddexp2", FLOATS),
+                 ("xlogy", ALL), ("fmax", ALL), ("fmin", ALL)]:
+    op("binary:" + _n)(_binary(_n, _dts, True))
+for _n, _dts in [("heaviside", ALL), ("nextafter", FLOATS), ("gcd", INTS), ("lcm", INTS),
+                 ("bitwise_left_shift", INTS), ("bitwise_right_shift", INTS), ("logical_xor", ALL)]:
+    op("binary:" + _n, grad=False)(_binary(_n, _dts, False))
+
+
 @op("where")
 def _where(d):
     rng = d.rng
@@ -215,13 +251,13 @@ def _reduction(name, multi_dim=True, needs_dim=False, dtypes=ALL):
             args.append("dim=(%s)" % "".join("%d, " % x for x in dims))
         else:
             args.append("dim=%d" % dim_arg(d, len(shape)))
-        if args and name not in ("cumsum",) and rng.random() < 0.5:
+        if args and name not in ("cumsum", "cumprod", "logcumsumexp") and rng.random() < 0.5:
             args.append("keepdim=True")
         if name in ("var", "std") and rng.random() < 0.5:
             args.append("correction=%d" % rng.integers(0, 3))
         if name == "norm" and rng.random() < 0.5:
             args.insert(0, "p=%s" % choice(d, ["1", "2", "3.0", "float('inf')"]))
-        if name in ("sum", "cumsum", "prod") and rng.random() < 0.15:
+        if name in ("sum", "cumsum", "prod", "cumprod") and rng.random() < 0.15:
             args.append("dtype=M.%s" % choice(d, ["float32", "float64"]))  # torch's autograd refuses int64 here
         if rng.random() < 0.5:
             return "%s.%s(%s)" % (a, name, ", ".join(args))
@@ -239,6 +275,21 @@ for _n in ["argmax", "argmin"]:
 for _n in ["any", "all"]:
     op("reduce:" + _n, grad=False)(_reduction(_n, multi_dim=False))
 op("reduce:cumsum")(_reduction("cumsum", multi_dim=False, needs_dim=True))
+# issue 12: scans
+op("reduce:cumprod")(_reduction("cumprod", multi_dim=False, needs_dim=True))
+op("reduce:logcumsumexp")(_reduction("logcumsumexp", multi_dim=False, needs_dim=True, dtypes=FLOATS))
+
+
+def _cumext(name):
+    def gen(d):
+        shape = draw_shape(d.rng)
+        a = d.tensor(shape, float_or_any(d), grad=True)
+        return "M.%s(%s, %d).%s" % (name, a, dim_arg(d, len(shape)), choice(d, ["values", "indices"]))
+    return gen
+
+
+op("cummax")(_cumext("cummax"))
+op("cummin")(_cumext("cummin"))
 
 
 # ---------------------------------------------------------------- matrix products

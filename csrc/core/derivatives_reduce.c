@@ -121,6 +121,7 @@ static ampc_status var_backward(ampc_node *n, ampc_tensor *const *go, ampc_tenso
     int k = reduced_dims(n, dims);
     ampc_tensor *a = ad_saved(n, 0);
     ampc_tensor *mean = a ? (k ? ampc_reduce(AMPC_OP_MEAN, a, k, dims, true, AMPC_DTYPE_UNDEFINED) : ad_ref(a)) : NULL;
+    ampc_tensor *same = !is_std && dof <= 0 && a && a->ndim == 0 ? ad_bin(AMPC_OP_EQ, ad_ref(a), ad_ref(mean)) : NULL;
     ampc_tensor *centered = ad_sub(a, mean);
     ampc_tensor *g = keep_shape(n, G);
     if (is_std) { /* 0 where the std is 0 (a constant slice), as torch: not 0 / 0 */
@@ -128,6 +129,10 @@ static ampc_status var_backward(ampc_node *n, ampc_tensor *const *go, ampc_tenso
         ampc_tensor *zero = ad_num(0.0, g);
         ampc_tensor *constant = ad_cmps(AMPC_OP_EQ, ad_ref(y), 0.0); /* before ad_scale takes y */
         gi[0] = ad_mul(centered, ad_where(constant, zero, ad_div(g, ad_scale(y, dof))));
+    } else if (same) { /* torch's rule for a 0-dim input without degrees of freedom: 2 / 0 is inf, NaN where a == mean */
+        ampc_tensor_decref(centered);
+        ampc_tensor *g_nan = ad_mul(ad_ref(g), ad_num(NAN, g)); /* g times wrapped scalars keeps g's dtype */
+        gi[0] = ad_where(same, g_nan, ad_mul(g, ad_num(INFINITY, g)));
     } else
         gi[0] = ad_mul(g, ad_scale(centered, 2.0 / dof));
     return ad_done(n, gi);
@@ -149,16 +154,17 @@ static ampc_status norm_backward(ampc_node *n, ampc_tensor *const *go, ampc_tens
         ampc_tensor *hit = ad_mask(ad_bin(AMPC_OP_EQ, ad_un(AMPC_OP_ABS, ad_ref(a)), y), dt);
         ampc_tensor *count = sum_keep(n, ad_ref(hit));
         gi[0] = ad_div(ad_mul(ad_mul(g, ad_un(AMPC_OP_SIGN, a)), hit), count);
-    } else { /* g sign(a) |a|^(p-1) / y^(p-1), 0 where y == 0 */
+    } else { /* g sign(a) (|a| / y)^(p-1), 0 where y == 0. The ratio comes first: |a| <= y, so it
+              * cannot overflow, where g / y^(p-1) does for a subnormal y (1 / 1e-40 is inf in fp32). */
         ampc_tensor *y = keep_shape(n, ad_saved(n, 1));
-        ampc_tensor *num = p == 2.0 ? a
-                                    : ad_mul(ad_un(AMPC_OP_SIGN, ad_ref(a)),
-                                             ad_bin(AMPC_OP_POW, ad_un(AMPC_OP_ABS, ad_ref(a)), ad_num(p - 1.0, a)));
-        if (p != 2.0) ampc_tensor_decref(a);
-        ampc_tensor *den = p == 2.0 ? ad_ref(y) : ad_bin(AMPC_OP_POW, ad_ref(y), ad_num(p - 1.0, y));
         ampc_tensor *zero = ad_num(0.0, g);
-        ampc_tensor *scale = ad_where(ad_cmps(AMPC_OP_EQ, y, 0.0), zero, ad_div(g, den));
-        gi[0] = ad_mul(num, scale);
+        ampc_tensor *is_zero = ad_cmps(AMPC_OP_EQ, ad_ref(y), 0.0);
+        ampc_tensor *ratio = p == 2.0 ? ad_div(a, y)
+                                      : ad_mul(ad_un(AMPC_OP_SIGN, ad_ref(a)),
+                                               ad_bin(AMPC_OP_POW, ad_div(ad_un(AMPC_OP_ABS, ad_ref(a)), y),
+                                                      ad_num(p - 1.0, a)));
+        if (p != 2.0) ampc_tensor_decref(a);
+        gi[0] = ad_where(is_zero, zero, ad_mul(ratio, g));
     }
     return ad_done(n, gi);
 }

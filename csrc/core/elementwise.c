@@ -505,7 +505,10 @@ static ampc_tensor *ew_run(const ew_call *c, ampc_tensor *out) {
             ampc_elementwise_args e = {.out = target, .a = operand[0], .b = operand[1], .scalar_a = scalar[0],
                                        .scalar_b = scalar[1], .scalar_c = ampc_scalar_none()};
             choose_form(c, compute, &e);
-            st = ampc_dispatch_elementwise(c->op, &e);
+            /* torch converts a scalar exponent to the tensor's floating type first: 1e5 for fp16 overflows */
+            if (c->op == AMPC_OP_POW && !operand[1] && c->in[1]->is_wrapped_number && !scalar_keeps_precision(c->op, 1, compute))
+                st = ampc_check_scalar_fits(cpu_scalar_value(c->in[1]), compute);
+            if (st == AMPC_OK) st = ampc_dispatch_elementwise(c->op, &e);
         }
         if (st == AMPC_OK && target != result) st = ampc_copy_(result, target);
         else if (st == AMPC_OK && out) out->storage->version++;

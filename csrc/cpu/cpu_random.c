@@ -13,7 +13,10 @@
  *            else normal_distribution<double> with its cached sine sample
  *   random_  random() % range, or random64() % range when the range needs 64 bits and the dtype is
  *            int64/double/float/bf16; the full int64 range: random64() itself
- *   bernoulli double draws (random64) < p; a float32 (or smaller) p tensor: float draws < p */
+ *   bernoulli double draws (random64) < p; a float32 (or smaller) p tensor: float draws < p
+ * No CPU-vendor branch: torch 2.13's bernoulli_(float p) has an MKL (VSL_BRNG_MCG31) path for Intel
+ * CPUs in its source, but since PR 146174 it is compiled only under FBCODE_CAFFE2 (issue 132395): the
+ * released libtorch_cpu's bernoulli_scalar_kernel calls only this mt19937 loop, on every vendor. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

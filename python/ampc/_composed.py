@@ -488,13 +488,14 @@ def vander(x, N=None, increasing=False):
     return _C.pow(x.to(dtype).unsqueeze(1), powers)
 
 
-from . import _factories, _stats  # noqa: E402  (after the helpers above, which they import)
+from . import _blend, _factories, _stats  # noqa: E402  (after the helpers above, which they import)
 
 FUNCTIONS = {name: obj for name, obj in globals().items()
              if callable(obj) and not name.startswith("_") and getattr(obj, "__module__", None) == __name__}
 FUNCTIONS["row_stack"] = vstack
 FUNCTIONS.update(_stats.FUNCTIONS)
 FUNCTIONS.update(_factories.FUNCTIONS)
+FUNCTIONS.update(_blend.FUNCTIONS)
 
 
 # Tensor methods torch has for these functions (x.outer(y), x.addmv(m, v), x.addr_(a, b), ...).
@@ -512,6 +513,8 @@ TENSOR_METHODS = {
                                           "matrix_power", "trace", "cross", "isclose",
                                           "allclose", "equal")},
     **{name: _stats.FUNCTIONS[name] for name in ("dist", "cov", "corrcoef")},
+    **_blend.FUNCTIONS, "lerp_": _inplace(_blend.lerp), "addcmul_": _inplace(_blend.addcmul),
+    "addcdiv_": _inplace(_blend.addcdiv),
     "addr_": _inplace(addr), "addmm_": _inplace(_C.addmm), "baddbmm_": _inplace(_C.baddbmm), "addmv_": _inplace(addmv), "addbmm_": _inplace(addbmm),
 }
 

@@ -20,22 +20,10 @@
 #include "../core/sort_keys.h"
 #include "cpu_backend.h"
 #include "cpu_reduce.h"
+#include "cpu_sort_rows.h"
 
 /* ------------------------------------------------------------------ rows */
 
-/* offset (elements) of row r of t: r unravelled over every dim but the last */
-static int64_t row_offset(const ampc_tensor *t, int64_t r) {
-    int64_t off = 0;
-    for (int d = t->ndim - 2; d >= 0; d--) {
-        int64_t s = t->shape[d];
-        off += (r % s) * t->strides[d];
-        r /= s;
-    }
-    return off;
-}
-
-static int64_t last_dim(const ampc_tensor *t) { return t->ndim ? t->shape[t->ndim - 1] : 1; }
-static int64_t last_stride(const ampc_tensor *t) { return t->ndim ? t->strides[t->ndim - 1] : 1; }
 static char *row_ptr(const ampc_tensor *t, int64_t r) {
     return (char *)ampc_data_ptr(t) + row_offset(t, r) * (int64_t)ampc_dtype_itemsize(t->dtype);
 }

@@ -15,19 +15,8 @@
 #include "../core/kernel_args.h"
 #include "cpu_backend.h"
 #include "cpu_reduce.h"
+#include "cpu_sort_rows.h"
 
-static int64_t row_offset(const ampc_tensor *t, int64_t r) {
-    int64_t off = 0;
-    for (int d = t->ndim - 2; d >= 0; d--) {
-        int64_t s = t->shape[d];
-        off += (r % s) * t->strides[d];
-        r /= s;
-    }
-    return off;
-}
-
-static int64_t last_dim(const ampc_tensor *t) { return t->ndim ? t->shape[t->ndim - 1] : 1; }
-static int64_t last_stride(const ampc_tensor *t) { return t->ndim ? t->strides[t->ndim - 1] : 1; }
 
 /* element i (elements from p) of dtype dt, as double / as int64 */
 static inline double load_f(ampc_dtype dt, const char *p, int64_t i) {

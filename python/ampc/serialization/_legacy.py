@@ -15,6 +15,7 @@ import zlib
 import numpy as np
 
 from .. import _C
+from ._load import placement_target
 
 MAGIC = b"AMPCCKPT"
 VERSION = 1
@@ -129,16 +130,7 @@ class _Reader:
             if moved is not None:
                 return moved
             ml = None
-        if isinstance(ml, dict):
-            ml = ml.get(location, location)
-        target = location if ml is None else str(ml)
-        if target.startswith("cuda"):
-            from .. import cuda
-
-            if not cuda.is_available():
-                raise RuntimeError("Attempting to deserialize object on a CUDA device but ampc.cuda.is_available() "
-                                   "is False. If you are running on a CPU-only machine, please use ampc.load with "
-                                   "map_location=ampc.device('cpu') to map your storages to the CPU.")
+        target = placement_target(location, ml)
         return t if target == "cpu" else t.to(target)
 
     def node(self, n, path):

@@ -93,17 +93,25 @@ class _Placer:
                                     "storage (a tensor) it was given, or one moved with .to()/.cuda()/.cpu()")
                 return moved
             ml = None
-        if isinstance(ml, dict):
-            ml = ml.get(location, location)
-        target = location if ml is None else str(ml)
-        if target.startswith("cuda"):
-            from .. import cuda
-
-            if not cuda.is_available():
-                raise RuntimeError("Attempting to deserialize object on a CUDA device but ampc.cuda.is_available() "
-                                   "is False. If you are running on a CPU-only machine, please use ampc.load with "
-                                   "map_location=ampc.device('cpu') to map your storages to the CPU.")
+        target = placement_target(location, ml)
         return storage if target == "cpu" else storage.to(target)
+
+
+def placement_target(location, map_location):
+    """The device string a saved `location` goes to under a non-callable map_location (None, a
+    device or string, or a dict {saved: new}); refuses CUDA when it is not available, as torch.
+    Shared by both checkpoint formats."""
+    if isinstance(map_location, dict):
+        map_location = map_location.get(location, location)
+    target = location if map_location is None else str(map_location)
+    if target.startswith("cuda"):
+        from .. import cuda
+
+        if not cuda.is_available():
+            raise RuntimeError("Attempting to deserialize object on a CUDA device but ampc.cuda.is_available() "
+                               "is False. If you are running on a CPU-only machine, please use ampc.load with "
+                               "map_location=ampc.device('cpu') to map your storages to the CPU.")
+    return target
 
 
 class _Archive:

@@ -235,8 +235,6 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     close = input == other
-    if input.dtype == _C.bool:
-        return close
     if equal_nan and input.is_floating_point():
         close = close | (_C.isnan(input) & _C.isnan(other))
     if rtol == 0 and atol == 0:

@@ -12,7 +12,10 @@ import numpy as np
 from .. import _C
 from ..autograd import enable_grad, grad as autograd_grad, no_grad
 
-__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
+from ._comparison import assert_close, default_tolerances  # noqa: E402
+from ._creation import make_tensor  # noqa: E402
+
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError", "assert_close", "make_tensor", "default_tolerances"]
 
 
 class GradcheckError(RuntimeError):

@@ -3,51 +3,75 @@
  * is Python (python/ampc/amp/autocast_mode.py). */
 #include "py_common.h"
 
+/* torch's device-type names (c10/core/DeviceType.cpp's parse order): a known name ampc has no
+ * autocast for is "unsupported", anything else is not a device type at all. */
+static const char *const torch_device_types =
+    "cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, mps, meta, hpu, "
+    "mtia, privateuseone";
+
+static int known_torch_device_type(const char *s) {
+    static const char *const names[] = {"cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
+                                        "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                                        "privateuseone"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(s, names[i]) == 0) return 1;
+    return 0;
+}
+
 static int parse_device_type(PyObject *obj, ampc_device_type *out, const char *op) {
     if (!PyUnicode_Check(obj)) {
-        PyErr_Format(PyExc_ValueError, "Expected `device_type` of type `str`, got: `%s`", Py_TYPE(obj)->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s(): argument 'device_type' (position 1) must be str, not %s", op,
+                     Py_TYPE(obj)->tp_name);
         return -1;
     }
     const char *s = PyUnicode_AsUTF8(obj);
     if (!s) return -1;
     if (strcmp(s, "cpu") == 0) *out = AMPC_CPU;
     else if (strcmp(s, "cuda") == 0) *out = AMPC_CUDA;
-    else {
+    else if (known_torch_device_type(s)) {
         PyErr_Format(PyExc_RuntimeError, "User specified an unsupported autocast device_type '%s'", s);
+        return -1;
+    } else {
+        PyErr_Format(PyExc_RuntimeError, "Expected one of %s device type at start of device string: %s",
+                     torch_device_types, s);
         return -1;
     }
     return 0;
 }
 
-static PyObject *py_is_enabled(PyObject *self, PyObject *args) {
+static PyObject *py_is_enabled(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kw[] = {"device_type", NULL};
     PyObject *dev_obj = NULL;
-    if (!PyArg_ParseTuple(args, "|O:is_autocast_enabled", &dev_obj)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:is_autocast_enabled", kw, &dev_obj)) return NULL;
     ampc_device_type dev = AMPC_CUDA; /* torch.is_autocast_enabled() with no argument asks about CUDA */
     if (dev_obj && parse_device_type(dev_obj, &dev, "is_autocast_enabled") < 0) return NULL;
     return PyBool_FromLong(ampc_autocast_is_enabled(dev));
 }
 
-static PyObject *py_set_enabled(PyObject *self, PyObject *args) {
+static PyObject *py_set_enabled(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kw[] = {"device_type", "enabled", NULL};
     PyObject *dev_obj;
     int on;
-    if (!PyArg_ParseTuple(args, "Op:set_autocast_enabled", &dev_obj, &on)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Op:set_autocast_enabled", kw, &dev_obj, &on)) return NULL;
     ampc_device_type dev;
     if (parse_device_type(dev_obj, &dev, "set_autocast_enabled") < 0) return NULL;
     ampc_autocast_set_enabled(dev, on);
     Py_RETURN_NONE;
 }
 
-static PyObject *py_get_dtype(PyObject *self, PyObject *args) {
+static PyObject *py_get_dtype(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kw[] = {"device_type", NULL};
     PyObject *dev_obj;
-    if (!PyArg_ParseTuple(args, "O:get_autocast_dtype", &dev_obj)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:get_autocast_dtype", kw, &dev_obj)) return NULL;
     ampc_device_type dev;
     if (parse_device_type(dev_obj, &dev, "get_autocast_dtype") < 0) return NULL;
     return ampc_py_dtype_object(ampc_autocast_get_dtype(dev));
 }
 
-static PyObject *py_set_dtype(PyObject *self, PyObject *args) {
+static PyObject *py_set_dtype(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kw[] = {"device_type", "dtype", NULL};
     PyObject *dev_obj, *dt_obj;
-    if (!PyArg_ParseTuple(args, "OO:set_autocast_dtype", &dev_obj, &dt_obj)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:set_autocast_dtype", kw, &dev_obj, &dt_obj)) return NULL;
     ampc_device_type dev;
     ampc_dtype dt;
     if (parse_device_type(dev_obj, &dev, "set_autocast_dtype") < 0 || ampc_py_dtype(dt_obj, &dt, "set_autocast_dtype") < 0)
@@ -117,10 +141,10 @@ static PyObject *py_policy_table(PyObject *self, PyObject *unused) {
 }
 
 PyMethodDef ampc_py_module_methods_autocast[] = {
-    {"is_autocast_enabled", py_is_enabled, METH_VARARGS, "Whether autocast is on for a device type (this thread)."},
-    {"set_autocast_enabled", py_set_enabled, METH_VARARGS, "Turns autocast on or off for a device type."},
-    {"get_autocast_dtype", py_get_dtype, METH_VARARGS, "The lower-precision dtype autocast uses on a device type."},
-    {"set_autocast_dtype", py_set_dtype, METH_VARARGS, "Sets the lower-precision dtype of a device type."},
+    {"is_autocast_enabled", (PyCFunction)(void (*)(void))py_is_enabled, METH_VARARGS | METH_KEYWORDS, "Whether autocast is on for a device type (this thread)."},
+    {"set_autocast_enabled", (PyCFunction)(void (*)(void))py_set_enabled, METH_VARARGS | METH_KEYWORDS, "Turns autocast on or off for a device type."},
+    {"get_autocast_dtype", (PyCFunction)(void (*)(void))py_get_dtype, METH_VARARGS | METH_KEYWORDS, "The lower-precision dtype autocast uses on a device type."},
+    {"set_autocast_dtype", (PyCFunction)(void (*)(void))py_set_dtype, METH_VARARGS | METH_KEYWORDS, "Sets the lower-precision dtype of a device type."},
     {"get_autocast_gpu_dtype", py_get_gpu_dtype, METH_NOARGS, "The autocast dtype of CUDA (legacy getter)."},
     {"get_autocast_cpu_dtype", py_get_cpu_dtype, METH_NOARGS, "The autocast dtype of the CPU (legacy getter)."},
     {"is_autocast_cache_enabled", py_is_cache_enabled, METH_NOARGS, "Whether the weight-cast cache is on."},

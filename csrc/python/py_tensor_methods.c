@@ -334,10 +334,15 @@ static PyObject *t_type_as(PyObject *self, PyObject *other) {
 
 /* ------------------------------------------------------------------ copies and fills */
 
+static PyObject *t_fill_(PyObject *self, PyObject *value);
+
 static PyObject *t_copy_(PyObject *self, PyObject *args, PyObject *kwargs) {
     KW("src", "non_blocking");
     PyObject *src_o, *nb = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:copy_", kwlist, &src_o, &nb)) return NULL;
+    /* torch's argument parser takes a Python number as a 0-dim tensor, so copy_(1.5) broadcasts it */
+    if (!AmpcTensor_Check(src_o) && (PyFloat_Check(src_o) || PyLong_Check(src_o) || PyBool_Check(src_o)))
+        return t_fill_(self, src_o);
     ampc_tensor *src = ampc_py_unwrap(src_o, "copy_", "src");
     if (!src) return NULL;
     int non_blocking = nb ? PyObject_IsTrue(nb) : 0;

@@ -19,7 +19,10 @@ from ._C import (  # noqa: F401  dtype objects and their aliases
 from ._tensor_str import get_printoptions, set_printoptions  # noqa: F401
 
 from . import amp, cpu, cuda, nn, random  # noqa: E402,F401
-from .amp import autocast  # noqa: E402,F401
+from .amp import autocast, GradScaler  # noqa: E402,F401  (torch.GradScaler is torch.amp.GradScaler)
+from .amp._legacy_state import *  # noqa: E402,F401,F403  (torch's deprecated per-device autocast getters/setters)
+# the GradScaler kernels under torch's top-level names (third-party scalers call them directly)
+from ._C import _amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_  # noqa: E402,F401
 # The Python-level seeding functions (they return and manage ampc.Generator objects) replace
 # the raw ones of _C.
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402,F401
@@ -49,3 +52,6 @@ from ._runtime import (  # noqa: E402,F401
 from . import _nn_toplevel  # noqa: E402
 globals().update({k: v for k, v in _nn_toplevel.FUNCTIONS.items() if k not in globals()})
 from . import accelerator, onnx  # noqa: E402,F401
+from ._legacy_types import CPU_TYPES as _LEGACY_TYPES, CUDA_TYPES as _LEGACY_CUDA_TYPES  # noqa: E402
+globals().update(_LEGACY_TYPES)  # ampc.FloatTensor & co.
+vars(cuda).update(_LEGACY_CUDA_TYPES)  # ampc.cuda.FloatTensor & co.

@@ -298,6 +298,8 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
         raise TypeError(f"type() got an unexpected keyword argument '{next(iter(kwargs))}'")
     if dtype is None:
         return _type_string(self)
+    if isinstance(dtype, type) and hasattr(dtype, "_name") and hasattr(dtype, "dtype"):  # ampc.FloatTensor & co.
+        dtype = dtype._name
     if isinstance(dtype, str):
         dt, device = _parse_type_string(dtype)
         if (device == "cuda") != builtins.bool(self.is_cuda):

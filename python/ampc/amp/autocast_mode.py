@@ -19,7 +19,16 @@ def _device_type_of(device):
 
 
 def is_autocast_available(device_type):
-    return isinstance(device_type, str) and _device_type_of(device_type) is not None
+    """True for "cpu" and "cuda"; False for torch's other device types (ampc has no autocast
+    there); RuntimeError with torch's message for a string that is no device type."""
+    if isinstance(device_type, str) and _device_type_of(device_type) is not None:
+        return True
+    try:  # the C parser tells "a device type ampc lacks" (False) from "not a device type" (raises)
+        _C.is_autocast_enabled(device_type)
+    except RuntimeError as e:
+        if str(e).startswith("Expected one of"):
+            raise
+    return False
 
 
 class autocast:
@@ -28,6 +37,7 @@ class autocast:
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         kind = _device_type_of(device_type)
         if kind is None:
+            is_autocast_available(device_type)  # raises torch's message for a string that is no device type
             raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
         self.device = device_type
         device_type = self._kind = kind
@@ -102,7 +112,7 @@ def _cast(value, device_type, dtype):
     return value
 
 
-def custom_fwd(fwd=None, *, device_type="cuda", cast_inputs=None):
+def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
     """Decorator for the forward of a custom autograd.Function (torch.amp.custom_fwd)."""
     if fwd is None:
         return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
@@ -124,7 +134,7 @@ def custom_fwd(fwd=None, *, device_type="cuda", cast_inputs=None):
     return decorate_fwd
 
 
-def custom_bwd(bwd=None, *, device_type="cuda"):
+def custom_bwd(bwd=None, *, device_type):
     """Decorator for the backward of a custom autograd.Function: runs it under the autocast
     state its forward saw (torch.amp.custom_bwd)."""
     if bwd is None:

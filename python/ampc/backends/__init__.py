@@ -10,7 +10,7 @@ the CUDA GEMM kernel reads them at each call; builds without CUDA keep them too.
 spellings of the TF32 switch.
 """
 from .. import _C
-from . import cuda, cudnn  # noqa: F401
+from . import cuda, cudnn, mkldnn  # noqa: F401
 
 _PRECISIONS = ("highest", "high", "medium")
 

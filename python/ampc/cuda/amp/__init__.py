@@ -1,10 +1,8 @@
 """ampc.cuda.amp: the legacy torch.cuda.amp names (autocast defaults to float16 on "cuda")."""
-import functools
-import warnings
-
-from ...amp import autocast_mode as _autocast_mode
 from ...amp._legacy import LegacyAutocast as _LegacyAutocast
 from ...amp._legacy import LegacyGradScaler as _LegacyGradScaler
+from ...amp._legacy import legacy_custom_bwd as _legacy_custom_bwd
+from ...amp._legacy import legacy_custom_fwd as _legacy_custom_fwd
 from ... import _C
 
 
@@ -20,5 +18,5 @@ class GradScaler(_LegacyGradScaler):
     _legacy_device_type = "cuda"
 
 
-custom_fwd = functools.partial(_autocast_mode.custom_fwd, device_type="cuda")
-custom_bwd = functools.partial(_autocast_mode.custom_bwd, device_type="cuda")
+custom_fwd = _legacy_custom_fwd("cuda")
+custom_bwd = _legacy_custom_bwd("cuda")

@@ -32,6 +32,17 @@ def _step_parameters(optimizer):
         return {}
 
 
+def _is_ampc_optimizer(optimizer):
+    """ampc's own optimizers (the class that declares _step_supports_amp_scaling lives in
+    ampc.optim) take GradScaler's sync-free path: grads unscaled in one multi-tensor pass, as torch's
+    default optimizers see them, and the skip decided on the device. Any other optimizer that
+    declares it gets torch's protocol to the letter (_step_torch_protocol)."""
+    for klass in type(optimizer).__mro__:
+        if "_step_supports_amp_scaling" in vars(klass):
+            return klass.__module__.startswith("ampc.optim")
+    return False
+
+
 class OptState(Enum):
     READY = 0
     UNSCALED = 1
@@ -191,18 +202,8 @@ class GradScaler:
         if optimizer_state["stage"] is OptState.STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
 
-        if getattr(optimizer, "_step_supports_amp_scaling", False) and "grad_scaler" in _step_parameters(optimizer):
-            # PyTorch's legacy protocol: the optimizer gets the scaler itself and does the rest
-            warnings.warn(
-                "GradScaler is going to stop passing itself as a keyword argument to the passed "
-                "optimizer. In the near future GradScaler registers `grad_scale: Tensor` and "
-                "`found_inf: Tensor` to the passed optimizer and let the optimizer use them directly.",
-                FutureWarning,
-            )
-            kwargs.update({"grad_scaler": self})
-            retval = optimizer.step(*args, **kwargs)
-            optimizer_state["stage"] = OptState.STEPPED
-            return (retval, None) if return_found_inf else retval
+        if getattr(optimizer, "_step_supports_amp_scaling", False) and not _is_ampc_optimizer(optimizer):
+            return self._step_torch_protocol(optimizer, optimizer_state, args, kwargs, return_found_inf)
 
         if getattr(optimizer, "_step_supports_amp_scaling", False):
             # ampc's sync-free path: one unscale + check pass (unless the user already ran
@@ -236,6 +237,37 @@ class GradScaler:
         retval = None if found_inf else optimizer.step(*args, **kwargs)
         optimizer_state["stage"] = OptState.STEPPED
         self._last_found_inf[id(optimizer)] = optimizer_state["found_inf_per_device"]
+        return (retval, found_inf) if return_found_inf else retval
+
+    def _step_torch_protocol(self, optimizer, optimizer_state, args, kwargs, return_found_inf):
+        """A third-party optimizer that declares _step_supports_amp_scaling: torch's contract to the
+        letter. With a `grad_scaler` parameter in its step it gets the scaler itself (legacy,
+        FutureWarning); otherwise GradScaler only checks the grads for infs (they stay scaled) and
+        sets `optimizer.grad_scale` (the scale, times one the user set; None after unscale_) and
+        `optimizer.found_inf` for the step, then removes them."""
+        legacy = "grad_scaler" in _step_parameters(optimizer)
+        if legacy:
+            warnings.warn(
+                "GradScaler is going to stop passing itself as a keyword argument to the passed "
+                "optimizer. In the near future GradScaler registers `grad_scale: Tensor` and "
+                "`found_inf: Tensor` to the passed optimizer and let the optimizer use them directly.",
+                FutureWarning, stacklevel=3)
+            kwargs.update({"grad_scaler": self})
+            found_inf = None
+        else:
+            if optimizer_state["stage"] is OptState.READY:
+                self._check_inf_per_device(optimizer)
+            found_inf = self._combined_found_inf(optimizer_state)
+            optimizer.grad_scale = (getattr(optimizer, "grad_scale", None)
+                                    if optimizer_state["stage"] is OptState.UNSCALED
+                                    else self._scale * getattr(optimizer, "grad_scale", 1))
+            optimizer.found_inf = found_inf
+        retval = optimizer.step(*args, **kwargs)
+        optimizer_state["stage"] = OptState.STEPPED
+        if not legacy:
+            del optimizer.grad_scale
+            del optimizer.found_inf
+            self._last_found_inf[id(optimizer)] = optimizer_state["found_inf_per_device"]
         return (retval, found_inf) if return_found_inf else retval
 
     @staticmethod

@@ -14,6 +14,7 @@ state["master_param"]; the optimizer state is then fp32 and the parameter receiv
 master after every step. PyTorch refuses to unscale fp16 grads; this is the way to train fp16
 parameters with a GradScaler anyway.
 """
+import functools
 import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
@@ -143,9 +144,7 @@ class Optimizer:
                 post_hook(self, args, kwargs)
             return out
 
-        hooked_step.__name__ = step.__name__
-        hooked_step.__qualname__ = step.__qualname__
-        hooked_step.__doc__ = step.__doc__
+        functools.update_wrapper(hooked_step, step)  # keeps step's signature visible (GradScaler reads it)
         hooked_step._ampc_hooked = True
         cls.step = hooked_step
 

@@ -333,8 +333,9 @@ def test_grad_scaler_pass_itself():
     (scaler.scale(w.sum())).backward()
     scaler.step(opt)
     grad_scale, found_inf = opt.seen
-    # ampc unscales before the step (one pass), so grad_scale is None where PyTorch passes the
-    # scale for the optimizer to divide by; found_inf is the device tensor either way
-    assert grad_scale is None and isinstance(found_inf, ampc.Tensor) and found_inf.item() == 0.0
+    # torch's contract: the optimizer gets the scale to divide by and the grads stay scaled
+    # (tests/test_amp_optimizer_protocol.py compares the whole protocol with torch)
+    assert isinstance(grad_scale, ampc.Tensor) and grad_scale.item() == 4.0
+    assert isinstance(found_inf, ampc.Tensor) and found_inf.item() == 0.0
     assert not hasattr(opt, "grad_scale") and not hasattr(opt, "found_inf")
-    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(w.grad.numpy(), [4.0, 4.0])

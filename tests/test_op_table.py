@@ -146,6 +146,12 @@ CASES = {
     "isreal": (lambda M, d: M.isreal(T(M, d)), False),
     "threshold": (lambda M, d: F(M).threshold(T(M, d, grad=True), 0.25, -1.0), True),
     "threshold_backward": (lambda M, d: first_grad(M, F(M).threshold, T(M, d, grad=True), 0.25, -1.0), True),
+    # ---- issue 14: the activations' fused backward rows (reached as the first grad, then differentiated)
+    "gelu_backward": (lambda M, d: first_grad(M, F(M).gelu, T(M, d, grad=True)), True),
+    "silu_backward": (lambda M, d: first_grad(M, F(M).silu, T(M, d, grad=True)), True),
+    "sigmoid_backward": (lambda M, d: first_grad(M, M.sigmoid, T(M, d, grad=True)), True),
+    "tanh_backward": (lambda M, d: first_grad(M, M.tanh, T(M, d, grad=True)), True),
+    "softplus_backward": (lambda M, d: first_grad(M, F(M).softplus, T(M, d, grad=True), 1.5, 1.0), True),
     "copysign": (lambda M, d: M.copysign(T(M, d, grad=True), T(M, d, seed=1)), True),
     "fmod": (lambda M, d: M.fmod(T(M, d, grad=True), T(M, d, low=0.5, seed=1)), True),
     "hypot": (lambda M, d: M.hypot(T(M, d, grad=True), T(M, d, seed=1)), True),

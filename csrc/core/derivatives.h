@@ -147,6 +147,11 @@ ampc_status ampc_ad_clamp_(ampc_tensor *a, ampc_scalar min, ampc_scalar max);
 /* index.c */
 ampc_tensor *ampc_ad_cat(int n, const ampc_tensor *const *ts, int64_t dim);
 ampc_tensor *ampc_ad_stack(int n, const ampc_tensor *const *ts, int64_t dim);
+/* derivatives_act_backward.c: the grads of the fused activation-backward rows (gelu_backward, ...) */
+const ampc_grad_rule *ampc_ad_act_backward_rule(ampc_op op);
+ampc_status ampc_ad_record_act_backward(ampc_op op, const ampc_tensor *g, const ampc_tensor *x, const ampc_scalar *p,
+                                        ampc_tensor *out);
+
 /* tensor.c: views, copies, casts */
 ampc_tensor *ampc_ad_view(const ampc_tensor *t, int ndim, const int64_t *shape);
 ampc_tensor *ampc_ad_reshape(const ampc_tensor *t, int ndim, const int64_t *shape);

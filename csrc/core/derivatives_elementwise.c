@@ -11,9 +11,7 @@
 
 #include "derivatives.h"
 
-#define M_SQRT1_2_ 0.70710678118654752440  /* 1/sqrt(2) */
 #define M_2_SQRTPI_ 1.12837916709551257390 /* 2/sqrt(pi) */
-#define M_1_SQRT2PI_ 0.39894228040143267794 /* 1/sqrt(2 pi) */
 
 /* ------------------------------------------------------------------ unary */
 
@@ -45,6 +43,14 @@ static const int fused_backward[AMPC_NUM_OPS] = {
 #undef GRAD_LINEAR
 #undef NOGRAD
 
+/* grad = OP(g, saved; p0, p1): one fused kernel (recorded, so it is differentiable again). */
+static ampc_tensor *fused_act_grad(ampc_op op, ampc_node *n, ampc_tensor *const *go, ampc_scalar p0, ampc_scalar p1) {
+    ampc_tensor *x = X(n);
+    ampc_tensor *r = x ? ampc_elementwise_params(op, go[0], x, p0, p1) : NULL;
+    ampc_tensor_decref(x);
+    return r;
+}
+
 static ampc_tensor *unary_grad(ampc_node *n, ampc_op op, ampc_tensor *const *go) {
     switch (op) {
     case AMPC_OP_NEG: /* d(-a) = -g */
@@ -65,52 +71,20 @@ static ampc_tensor *unary_grad(ampc_node *n, ampc_op op, ampc_tensor *const *go)
         ampc_tensor *y = X(n);
         return ad_mul(G, ad_scale(ad_mul(ad_ref(y), y), -1.0));
     }
-    case AMPC_OP_SIGMOID: { /* g y (1 - y) */
-        ampc_tensor *y = X(n);
-        ampc_tensor *one_minus = ad_rsubs(1.0, ad_ref(y));
-        return ad_mul(G, ad_mul(y, one_minus));
-    }
-    case AMPC_OP_TANH: { /* g (1 - y^2) */
-        ampc_tensor *y = X(n);
-        return ad_mul(G, ad_rsubs(1.0, ad_mul(ad_ref(y), y)));
-    }
-    case AMPC_OP_RELU: /* g [y > 0]; y >= 0, so sign(y) is that mask in g's dtype: two fast kernels */
-        return ad_mul(G, ad_un(AMPC_OP_SIGN, X(n)));
-    case AMPC_OP_GELU: {
-        /* in fp32 for fp16/bf16 inputs, as torch's opmath: in fp16, a^2 overflows from |a| ~ 256 and
-         * the tanh form's (1 - t^2) * a^2 becomes 0 * inf = NaN */
-        ampc_dtype dt = go[0]->dtype;
-        bool lowp = dt == AMPC_FLOAT16 || dt == AMPC_BFLOAT16;
-        ampc_tensor *a = lowp ? ad_to(X(n), AMPC_FLOAT32) : X(n), *d;
-        if (n->attrs.ints[0] == 0) { /* Phi(a) + a phi(a), Phi(a) = (1 + erf(a/sqrt2))/2, phi(a) = e^(-a^2/2)/sqrt(2pi) */
-            ampc_tensor *cdf = ad_scale(ad_adds(ad_un(AMPC_OP_ERF, ad_scale(ad_ref(a), M_SQRT1_2_)), 1.0), 0.5);
-            ampc_tensor *pdf = ad_scale(ad_un(AMPC_OP_EXP, ad_scale(ad_mul(ad_ref(a), ad_ref(a)), -0.5)), M_1_SQRT2PI_);
-            d = ad_add(cdf, ad_mul(a, pdf));
-        } else { /* t = tanh(k0 (a + k1 a^3)): 1/2 (1 + t) + 1/2 a (1 - t^2) k0 (1 + 3 k1 a^2) */
-            const double k0 = 0.79788456080286535588, k1 = 0.044715;
-            ampc_tensor *a2 = ad_mul(ad_ref(a), ad_ref(a));
-            ampc_tensor *inner = ad_scale(ad_mul(ad_ref(a), ad_adds(ad_scale(ad_ref(a2), k1), 1.0)), k0);
-            ampc_tensor *t = ad_un(AMPC_OP_TANH, inner);
-            ampc_tensor *left = ad_scale(ad_adds(ad_ref(t), 1.0), 0.5);
-            ampc_tensor *dinner = ad_scale(ad_adds(ad_scale(a2, 3.0 * k1), 1.0), k0);
-            ampc_tensor *right = ad_mul(ad_scale(ad_mul(a, ad_rsubs(1.0, ad_mul(ad_ref(t), t))), 0.5), dinner);
-            d = ad_add(left, right);
-        }
-        return lowp ? ad_to(ad_mul(ad_to(G, AMPC_FLOAT32), d), dt) : ad_mul(G, d);
-    }
-    case AMPC_OP_SILU: { /* s = sigmoid(a): g s (1 + a (1 - s)) */
-        ampc_tensor *a = X(n);
-        ampc_tensor *s = ad_un(AMPC_OP_SIGMOID, ad_ref(a));
-        ampc_tensor *inner = ad_adds(ad_mul(a, ad_rsubs(1.0, ad_ref(s))), 1.0);
-        return ad_mul(G, ad_mul(s, inner));
-    }
-    case AMPC_OP_SOFTPLUS: { /* g sigmoid(beta a) where beta a <= threshold, else g */
-        double beta = ampc_scalar_to_double(n->attrs.scalars[0]), thr = ampc_scalar_to_double(n->attrs.scalars[1]);
-        ampc_tensor *ba = ad_scale(X(n), beta);
-        ampc_tensor *linear = ad_cmps(AMPC_OP_GT, ad_ref(ba), thr);
-        ampc_tensor *s = ad_un(AMPC_OP_SIGMOID, ba);
-        return ad_mul(G, ad_where(linear, ad_num(1.0, s), s));
-    }
+    /* the activations: one fused backward kernel each, math in opmath (issue 14) */
+    case AMPC_OP_SIGMOID: /* g y (1 - y) */
+        return fused_act_grad(AMPC_OP_SIGMOID_BACKWARD, n, go, ampc_scalar_none(), ampc_scalar_none());
+    case AMPC_OP_TANH: /* g (1 - y^2) */
+        return fused_act_grad(AMPC_OP_TANH_BACKWARD, n, go, ampc_scalar_none(), ampc_scalar_none());
+    case AMPC_OP_RELU: /* g [y > 0]: threshold_backward(g, y, 0), torch's rule */
+        return fused_act_grad(AMPC_OP_THRESHOLD_BACKWARD, n, go, ampc_scalar_float(0.0), ampc_scalar_float(0.0));
+    case AMPC_OP_GELU: /* attrs.ints[0]: 0 erf, 1 tanh approximation */
+        return fused_act_grad(AMPC_OP_GELU_BACKWARD, n, go, ampc_scalar_float(n->attrs.ints[0] ? 1.0 : 0.0),
+                              ampc_scalar_none());
+    case AMPC_OP_SILU: /* s = sigmoid(a): g s (1 + a (1 - s)) */
+        return fused_act_grad(AMPC_OP_SILU_BACKWARD, n, go, ampc_scalar_none(), ampc_scalar_none());
+    case AMPC_OP_SOFTPLUS: /* g sigmoid(beta a) where beta a <= threshold, else g */
+        return fused_act_grad(AMPC_OP_SOFTPLUS_BACKWARD, n, go, n->attrs.scalars[0], n->attrs.scalars[1]);
     case AMPC_OP_SIN: /* g cos(a) */
         return ad_mul(G, ad_un(AMPC_OP_COS, X(n)));
     case AMPC_OP_COS: /* -g sin(a) */
@@ -663,6 +637,7 @@ ampc_tensor *ampc_ad_elementwise_params(ampc_op op, const ampc_tensor *a, const 
     if (!out) return NULL;
     ampc_scalar p[2] = {p0, p1};
     if (ampc_op_kind_of(op) == AMPC_KIND_UNARY) return ad_recorded(out, ampc_ad_record_unary(op, a, out, p));
+    if (ampc_ad_act_backward_rule(op)) return ad_recorded(out, ampc_ad_record_act_backward(op, a, b, p, out));
     return ad_recorded(out, record_linear(op, a, b, p, out));
 }
 

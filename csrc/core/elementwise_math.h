@@ -353,6 +353,8 @@ AMPC_EW_COMPARISONS(bool, b8)
 
 /* the formulas of issue 12's rows (same stamping, kept in their own file) */
 #include "elementwise_math_more.h"
+/* the fused activation backward formulas (issue 14) */
+#include "elementwise_math_act_backward.h"
 
 #undef AMPC_DEFINE_EW_FLOAT
 #undef AMPC_DEFINE_EW_INT

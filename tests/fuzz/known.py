@@ -25,6 +25,12 @@ def source_of(case):
     return "\n".join(case.lines) + "\n" + case.expr
 
 
+def _min_literal(text):
+    """The smallest number written in the text (inf when none)."""
+    values = [float(v) for v in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", text)]
+    return min(values, default=float("inf"))
+
+
 def _any(*words):
     return lambda detail: any(w in detail for w in words)
 
@@ -146,6 +152,10 @@ FOUND = [
 ]
 
 TORCH = [
+    ("torch-gelu-grad-negative-tail", "torch: gelu's backward forms (1 + erf(x/sqrt2))/2 and (1 + tanh(u))/2, which "
+     "lose every digit below x ~ -4 (fp32 opmath), so its grad there is 0 or noise; ampc uses erfc and sigmoid(2u) "
+     "and gets the tiny exact grad (issue 14, core/elementwise_math_act_backward.h)",
+     lambda c, k, d: c.op == "gelu" and k == "grad" and _min_literal(source_of(c)) <= -4.0),
     ("torch-conv-empty-spatial", "torch: conv refuses an input with a 0-size spatial dim (only zero batch or "
      "channels); ampc computes the empty or padded result",
      lambda c, k, d: c.op in ("conv1d", "conv2d") and k == "error_only_torch" and "Only zero batch or zero channel" in d),

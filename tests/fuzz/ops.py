@@ -86,8 +86,10 @@ def _unary(name):
     return gen
 
 
+# the fused backward rows a unary op's grad runs (issue 14)
+_BACKWARD_ROWS = {"sigmoid": ("sigmoid_backward",), "tanh": ("tanh_backward",), "relu": ("threshold_backward",)}
 for _n in UNARY:
-    op("unary:" + _n)(_unary(_n))
+    op("unary:" + _n, rows=(_n,) + _BACKWARD_ROWS.get(_n, ()))(_unary(_n))
 
 
 def _predicate(name):
@@ -100,18 +102,18 @@ for _n in PREDICATES:
     op("predicate:" + _n, grad=False)(_predicate(_n))
 
 
-@op("gelu")
+@op("gelu", rows=("gelu", "gelu_backward"))
 def _gelu(d):
     a = d.tensor(draw_shape(d.rng), float_or_any(d, 0.9), grad=True)
     return "F.gelu(%s, approximate=%r)" % (a, choice(d, ["none", "tanh"]))
 
 
-@op("silu")
+@op("silu", rows=("silu", "silu_backward"))
 def _silu(d):
     return "F.silu(%s)" % d.tensor(draw_shape(d.rng), float_or_any(d, 0.9), grad=True)
 
 
-@op("softplus")
+@op("softplus", rows=("softplus", "softplus_backward"))
 def _softplus(d):
     a = d.tensor(draw_shape(d.rng), float_or_any(d, 0.9), grad=True)
     return "F.softplus(%s, beta=%r, threshold=%r)" % (a, choice(d, [1.0, 2.0, 0.5]), choice(d, [20.0, 3.0, 1.0]))

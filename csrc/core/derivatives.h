@@ -147,6 +147,16 @@ ampc_status ampc_ad_clamp_(ampc_tensor *a, ampc_scalar min, ampc_scalar max);
 /* index.c */
 ampc_tensor *ampc_ad_cat(int n, const ampc_tensor *const *ts, int64_t dim);
 ampc_tensor *ampc_ad_stack(int n, const ampc_tensor *const *ts, int64_t dim);
+/* The attrs of an elementwise node that reruns its op: attrs.ints[1] the op, scalars its p0, p1. */
+static inline ampc_node_attrs ad_op_attrs(ampc_op op, const ampc_scalar *p) {
+    ampc_node_attrs at = {0};
+    at.ints[1] = op;
+    at.n_ints = 2;
+    at.scalars[0] = p[0];
+    at.scalars[1] = p[1];
+    return at;
+}
+
 /* derivatives_act_backward.c: the grads of the fused activation-backward rows (gelu_backward, ...) */
 const ampc_grad_rule *ampc_ad_act_backward_rule(ampc_op op);
 ampc_status ampc_ad_record_act_backward(ampc_op op, const ampc_tensor *g, const ampc_tensor *x, const ampc_scalar *p,

@@ -104,11 +104,7 @@ const ampc_grad_rule *ampc_ad_act_backward_rule(ampc_op op) {
 ampc_status ampc_ad_record_act_backward(ampc_op op, const ampc_tensor *g, const ampc_tensor *x, const ampc_scalar *p,
                                         ampc_tensor *out) {
     if (!ampc_dtype_is_floating(out->dtype)) return AMPC_OK;
-    ampc_node_attrs at = {0};
-    at.ints[1] = op;
-    at.n_ints = 2;
-    at.scalars[0] = p[0];
-    at.scalars[1] = p[1];
+    ampc_node_attrs at = ad_op_attrs(op, p);
     const ampc_tensor *ins[2] = {g, x};
     const ampc_tensor *saved[2] = {g, x};
     return ampc_autograd_record(ampc_ad_act_backward_rule(op), 2, ins, 1, &out, 2, saved, &at) ? AMPC_OK

@@ -603,11 +603,7 @@ static const ampc_grad_rule linear_rules[AMPC_NUM_OPS] = {
 static ampc_status record_linear(ampc_op op, const ampc_tensor *a, const ampc_tensor *b, const ampc_scalar *p,
                                  ampc_tensor *out) {
     if (!linear_rules[op].backward || !ampc_dtype_is_floating(out->dtype)) return AMPC_OK;
-    ampc_node_attrs at = {0};
-    at.ints[1] = op;
-    at.n_ints = 2;
-    at.scalars[0] = p[0];
-    at.scalars[1] = p[1];
+    ampc_node_attrs at = ad_op_attrs(op, p);
     const ampc_tensor *ins[2] = {a, b};
     return ampc_autograd_record(&linear_rules[op], 2, ins, 1, &out, 1, &b, &at) ? AMPC_OK : ampc_last_status();
 }

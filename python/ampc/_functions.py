@@ -298,8 +298,9 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
         raise TypeError(f"type() got an unexpected keyword argument '{next(iter(kwargs))}'")
     if dtype is None:
         return _type_string(self)
-    if isinstance(dtype, type) and hasattr(dtype, "_name") and hasattr(dtype, "dtype"):  # ampc.FloatTensor & co.
-        dtype = dtype._name
+    from ._legacy_types import type_name  # here: _legacy_types imports this module
+    if type_name(dtype) is not None:  # ampc.FloatTensor & co.
+        dtype = type_name(dtype)
     if isinstance(dtype, str):
         dt, device = _parse_type_string(dtype)
         if (device == "cuda") != builtins.bool(self.is_cuda):

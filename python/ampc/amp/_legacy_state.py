@@ -9,35 +9,25 @@ __all__ = ["is_autocast_cpu_enabled", "set_autocast_cpu_enabled", "get_autocast_
            "get_autocast_gpu_dtype", "set_autocast_gpu_dtype"]
 
 
-def _deprecated(old, new):
-    warnings.warn(f"torch.{old} is deprecated. Please use torch.{new} instead.", DeprecationWarning, stacklevel=3)
+def _legacy(name, old, new, call):
+    """torch.<name>: warns that `old` is deprecated in favour of `new`, then runs call(*args)."""
+    def fn(*args):
+        warnings.warn(f"torch.{old} is deprecated. Please use torch.{new} instead.", DeprecationWarning, stacklevel=2)
+        return call(*args)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Deprecated: torch.{new}."
+    return fn
 
 
-def is_autocast_cpu_enabled():
-    _deprecated("is_autocast_cpu_enabled()", "is_autocast_enabled('cpu')")
-    return _C.is_autocast_enabled("cpu")
-
-
-def set_autocast_cpu_enabled(enabled):
-    _deprecated("set_autocast_cpu_enabled(enabled)", "set_autocast_enabled('cpu', enabled)")
-    _C.set_autocast_enabled("cpu", enabled)
-
-
-def get_autocast_cpu_dtype():
-    _deprecated("get_autocast_cpu_dtype()", "get_autocast_dtype('cpu')")
-    return _C.get_autocast_dtype("cpu")
-
-
-def set_autocast_cpu_dtype(dtype):
-    _deprecated("set_autocast_cpu_dtype(dtype)", "set_autocast_dtype('cpu', dtype)")
-    _C.set_autocast_dtype("cpu", dtype)
-
-
-def get_autocast_gpu_dtype():
-    _deprecated("get_autocast_gpu_dtype()", "get_autocast_dtype('cuda')")
-    return _C.get_autocast_dtype("cuda")
-
-
-def set_autocast_gpu_dtype(dtype):
-    _deprecated("set_autocast_gpu_dtype(dtype)", "set_autocast_dtype('cuda', dtype)")
-    _C.set_autocast_dtype("cuda", dtype)
+is_autocast_cpu_enabled = _legacy("is_autocast_cpu_enabled", "is_autocast_cpu_enabled()", "is_autocast_enabled('cpu')",
+                                  lambda: _C.is_autocast_enabled("cpu"))
+set_autocast_cpu_enabled = _legacy("set_autocast_cpu_enabled", "set_autocast_cpu_enabled(enabled)",
+                                   "set_autocast_enabled('cpu', enabled)", lambda on: _C.set_autocast_enabled("cpu", on))
+get_autocast_cpu_dtype = _legacy("get_autocast_cpu_dtype", "get_autocast_cpu_dtype()", "get_autocast_dtype('cpu')",
+                                 lambda: _C.get_autocast_dtype("cpu"))
+set_autocast_cpu_dtype = _legacy("set_autocast_cpu_dtype", "set_autocast_cpu_dtype(dtype)",
+                                 "set_autocast_dtype('cpu', dtype)", lambda dt: _C.set_autocast_dtype("cpu", dt))
+get_autocast_gpu_dtype = _legacy("get_autocast_gpu_dtype", "get_autocast_gpu_dtype()", "get_autocast_dtype('cuda')",
+                                 lambda: _C.get_autocast_dtype("cuda"))
+set_autocast_gpu_dtype = _legacy("set_autocast_gpu_dtype", "set_autocast_gpu_dtype(dtype)",
+                                 "set_autocast_dtype('cuda', dtype)", lambda dt: _C.set_autocast_dtype("cuda", dt))

@@ -437,3 +437,18 @@ _OP_TABLE_FUNCTIONS = tuple(sorted(n for n in (row["name"] for row in _C._op_tab
 globals().update({n: getattr(_C, n) for n in _OP_TABLE_FUNCTIONS})
 globals().update({n + "_": getattr(_C, n + "_") for n in _OP_TABLE_FUNCTIONS})
 __all__ += list(_OP_TABLE_FUNCTIONS)
+
+
+# The functional families added since (python/ampc/nn/_functional_<family>.py, each with its own
+# __all__), one line per family in this tuple so that parallel additions merge without conflict. A
+# family module may import from this one: every name above is defined by the time it loads.
+def _add_families(*names):
+    import importlib
+    for name in names:
+        mod = importlib.import_module("ampc.nn." + name)
+        globals().update({n: getattr(mod, n) for n in mod.__all__})
+        __all__.extend(n for n in mod.__all__ if n not in __all__)
+
+
+_add_families(
+)

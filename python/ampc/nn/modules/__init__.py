@@ -1,21 +1,45 @@
-"""The layers of ampc.nn, one file per family as in torch.nn.modules."""
-from .activation import GELU, LogSoftmax, MultiheadAttention, ReLU, Sigmoid, SiLU, Softmax, Tanh
-from .batchnorm import BatchNorm1d, BatchNorm2d
-from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d
-from .dropout import Dropout
-from .linear import Flatten, Identity, Linear, Unflatten
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
-from .module import Module
-from .normalization import GroupNorm, LayerNorm
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
-from .sparse import Embedding
-from .transformer import TransformerEncoder, TransformerEncoderLayer
+"""The layers of ampc.nn, one file per family as in torch.nn.modules. Each family file lists its
+public names in __all__; a new family is one more line in each of the two blocks below (one line
+per family, so that parallel additions merge without conflict)."""
+from .activation import *  # noqa: F401,F403
+from .batchnorm import *  # noqa: F401,F403
+from .container import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
+from .dropout import *  # noqa: F401,F403
+from .linear import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .module import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
+from .transformer import *  # noqa: F401,F403
 
-__all__ = [
-    "Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Flatten", "Unflatten", "Conv1d",
-    "Conv2d", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MultiheadAttention",
-    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "Embedding", "Dropout", "MaxPool2d", "AvgPool2d",
-    "AdaptiveAvgPool2d", "TransformerEncoderLayer", "TransformerEncoder", "L1Loss", "MSELoss", "SmoothL1Loss",
-    "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
-]
+from . import (  # noqa: E402
+    activation,
+    batchnorm,
+    container,
+    conv,
+    dropout,
+    linear,
+    loss,
+    module,
+    normalization,
+    pooling,
+    sparse,
+    transformer,
+)
+
+__all__ = [name for family in (
+    activation,
+    batchnorm,
+    container,
+    conv,
+    dropout,
+    linear,
+    loss,
+    module,
+    normalization,
+    pooling,
+    sparse,
+    transformer,
+) for name in family.__all__]

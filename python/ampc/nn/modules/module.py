@@ -16,7 +16,7 @@ from ...autograd import no_grad
 from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
 
-__all__ = ["Module", "RemovableHandle"]
+__all__ = ["Module"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 

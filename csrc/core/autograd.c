@@ -30,6 +30,8 @@ static _Thread_local bool inference_mode = false;
 static _Thread_local uint64_t next_sequence_nr = 0;
 /* The node whose rule is running (saved outputs are re-attached to it under create_graph). */
 static _Thread_local ampc_node *running_node = NULL;
+/* the node the engine is executing (its hooks, rule, and the sums and accumulation of its grads) */
+static _Thread_local ampc_node *executing_node = NULL;
 static int64_t live_nodes = 0;
 
 bool ampc_grad_enabled(void) { return !grad_mode_disabled && !inference_mode; }
@@ -225,6 +227,7 @@ void ampc_node_decref(ampc_node *n) {
 }
 
 const char *ampc_node_name(const ampc_node *n) { return n->rule && n->rule->name ? n->rule->name : "Node"; }
+const ampc_node *ampc_running_node(void) { return running_node ? running_node : executing_node; }
 
 /* ------------------------------------------------------------------ edges and recording */
 
@@ -1300,7 +1303,10 @@ ampc_status ampc_backward(int n_roots, ampc_tensor *const *roots, ampc_tensor *c
     ampc_set_grad_enabled(create_graph);
     while (st == AMPC_OK && rs.heap_n) {
         size_t idx = heap_pop(&rs);
+        ampc_node *prev_executing = executing_node;
+        executing_node = rs.e[idx].node;
         st = execute(&rs, idx, retain_graph, n_inputs, inputs, input_entry, input_grads);
+        executing_node = prev_executing;
         ampc_node *node = rs.e[idx].node;
         if (rs.e[idx].buf) { /* the grads of this node are consumed: free them now */
             for (int k = 0; k < node->n_outputs; k++) {

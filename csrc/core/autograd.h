@@ -149,6 +149,9 @@ ampc_node *ampc_autograd_record(const ampc_grad_rule *rule, int n_inputs, const 
 const ampc_tensor *ampc_node_saved(ampc_node *node, int i);
 /* The rule's name ("AddBackward0", "AccumulateGrad"). */
 const char *ampc_node_name(const ampc_node *node);
+/* The node whose backward this thread is running, or whose grads the engine is summing and
+ * accumulating (NULL in a forward pass): borrowed. */
+const ampc_node *ampc_running_node(void);
 
 /* In-place ops on tensors that take part in autograd. Call before modifying `self` (with grad
  * mode on): fails with PyTorch's error when `self` is a leaf that requires grad ("a leaf

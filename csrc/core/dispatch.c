@@ -125,6 +125,24 @@ int64_t ampc_op_dispatch_count(ampc_device_type dev, ampc_op op) {
     return __atomic_load_n(&dispatch_counts[dev][op], __ATOMIC_RELAXED);
 }
 
+static ampc_dispatch_observer observer_fn;
+static void *observer_ctx;
+static _Thread_local bool observing; /* inside the observer: its own kernels are not observed */
+
+void ampc_set_dispatch_observer(ampc_dispatch_observer fn, void *ctx) {
+    __atomic_store_n(&observer_ctx, ctx, __ATOMIC_RELAXED);
+    __atomic_store_n(&observer_fn, fn, __ATOMIC_RELEASE);
+}
+
+static ampc_status observed(ampc_op op, const ampc_dispatch_tensors *args, ampc_status st) {
+    ampc_dispatch_observer fn = __atomic_load_n(&observer_fn, __ATOMIC_ACQUIRE);
+    if (!fn || st != AMPC_OK || observing) return st;
+    observing = true;
+    fn(op, args, __atomic_load_n(&observer_ctx, __ATOMIC_RELAXED));
+    observing = false;
+    return st;
+}
+
 /* ampc_register_<schema>: fn serves every row of the schema that has kernels (BACKENDS ALL). */
 #define AMPC_ARGS(schema, fields)                                                          \
     void ampc_register_##schema(ampc_device_type dev, ampc_##schema##_kernel fn) {         \
@@ -177,5 +195,5 @@ ampc_status ampc_dispatch_typed(ampc_op op, ampc_schema schema, const void *type
         return ampc_set_error(AMPC_E_NOT_IMPLEMENTED, "%s: no kernel for device %s", op_names[op],
                               ampc_device_str(dev, d0, sizeof d0));
     __atomic_fetch_add(&dispatch_counts[dev.type][op], 1, __ATOMIC_RELAXED);
-    return call_kernel(op, kernels[dev.type][op], typed);
+    return observed(op, args, call_kernel(op, kernels[dev.type][op], typed));
 }

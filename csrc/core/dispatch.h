@@ -85,6 +85,13 @@ typedef struct ampc_dispatch_tensors {
     int n_list;
 } ampc_dispatch_tensors;
 
+/* The dispatch observer (ampc.amp.debug): when set, fn runs after every kernel call that
+ * succeeded, on the calling thread, with the call's tensors (outputs written). Kernels the
+ * observer itself runs (copies to the host, say) are not observed. One process-wide observer; NULL
+ * clears it. Unset, the cost is one relaxed atomic load per dispatch. */
+typedef void (*ampc_dispatch_observer)(ampc_op op, const ampc_dispatch_tensors *args, void *ctx);
+void ampc_set_dispatch_observer(ampc_dispatch_observer fn, void *ctx);
+
 /* Registers every built-in backend once (CPU always; CUDA when compiled and available). */
 void ampc_init_backends(void);
 

@@ -126,6 +126,7 @@ extern PyMethodDef ampc_py_module_methods_op_table[];     /* py_op_table.c (the 
 extern PyMethodDef ampc_py_module_methods_backends[];     /* py_backends.c (ampc.backends' flags) */
 extern PyMethodDef ampc_py_module_methods_sort[];         /* py_sort.c (sorting and selection) */
 extern PyMethodDef ampc_py_module_methods_surface[];      /* py_surface.c (default device, threads) */
+extern PyMethodDef ampc_py_module_methods_amp_debug[];    /* py_amp_debug.c (ampc.amp.debug's observer) */
 
 extern PyMethodDef ampc_py_module_methods_autograd[];    /* py_autograd.c */
 extern PyMethodDef ampc_py_tensor_methods_autograd[];

@@ -175,3 +175,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
 
     return gradcheck(first_grad, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception)
+
+from ._precision import PrecisionReport, assert_precision, compare_precision  # noqa: E402
+
+__all__ += ["compare_precision", "assert_precision", "PrecisionReport"]

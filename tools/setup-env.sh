@@ -43,14 +43,16 @@ if [ ! -x .venv/bin/python ]; then
     log "creating .venv"
     python3 -m venv .venv >&2
 fi
-want="numpy pytest ml_dtypes torch setuptools"
+want="numpy pytest ml_dtypes torch setuptools nbclient nbformat ipykernel matplotlib"
 [ "${EXTRAS:-}" = demo ] && want="$want tqdm matplotlib"
 if ! .venv/bin/python -c "import $(echo $want | tr ' ' ',')" >/dev/null 2>&1; then
     log "installing Python packages into .venv (torch is the test oracle only)"
     .venv/bin/python -m pip install -q --upgrade pip >&2 || true
     # Install the dependencies the project declares, without building the package yet.
     .venv/bin/python -m pip install -q setuptools wheel numpy pytest ml-dtypes "torch==2.13.0" >&2
-    [ "${EXTRAS:-}" = demo ] && .venv/bin/python -m pip install -q tqdm matplotlib >&2
+    # the notebook test runs examples/notebooks through a real Jupyter kernel (nbclient + ipykernel)
+    .venv/bin/python -m pip install -q nbclient nbformat ipykernel matplotlib >&2
+    [ "${EXTRAS:-}" = demo ] && .venv/bin/python -m pip install -q tqdm >&2
 fi
 # The CUDA build links cuBLAS/cuBLASLt; a toolkit without them (as on CI) takes them from PyPI's
 # nvidia-cublas wheel, the one PyTorch's CUDA wheels use.

@@ -43,6 +43,8 @@ from .backends import get_float32_matmul_precision, set_float32_matmul_precision
 from . import _composed, _functions, _runtime  # noqa: E402
 globals().update({k: v for k, v in _functions.install().items() if k not in globals()})
 _C._install_tensor_methods(_composed.TENSOR_METHODS)
+from ._notebook import tensor_html as _tensor_html  # noqa: E402
+_C._install_tensor_methods({"_repr_html_": _tensor_html})  # Jupyter's rich display
 globals().update({k: v for k, v in _composed.FUNCTIONS.items() if k not in globals()})
 from ._runtime import (  # noqa: E402,F401
     are_deterministic_algorithms_enabled, asarray, compile, e, empty_permuted, empty_strided, finfo, frombuffer,

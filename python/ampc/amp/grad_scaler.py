@@ -23,6 +23,7 @@ from collections import abc, defaultdict
 from enum import Enum
 
 from .. import _C
+from .._notebook import ScalerStats, scaler_html
 
 
 def _step_parameters(optimizer):
@@ -417,22 +418,25 @@ class GradScaler:
         {"steps", "skipped_steps", "overflow_streak", "last_skipped_step" (None if none),
          "scale", "scale_history" (oldest first, at most history_size entries)}."""
         if not self._enabled:
-            return {"steps": 0, "skipped_steps": 0, "overflow_streak": 0, "last_skipped_step": None,
-                    "scale": 1.0, "scale_history": []}
+            return ScalerStats({"steps": 0, "skipped_steps": 0, "overflow_streak": 0, "last_skipped_step": None,
+                                "scale": 1.0, "scale_history": []})
         if self._stats is None:
             restored = getattr(self, "_restore_stats", None)
             if restored is not None:
-                return dict(restored)
-            return {"steps": 0, "skipped_steps": 0, "overflow_streak": 0, "last_skipped_step": None,
-                    "scale": float(self._init_scale), "scale_history": []}
+                return ScalerStats(restored)
+            return ScalerStats({"steps": 0, "skipped_steps": 0, "overflow_streak": 0, "last_skipped_step": None,
+                                "scale": float(self._init_scale), "scale_history": []})
         steps, skipped, streak, last = (int(v) for v in self._stats.tolist())
         cap = self._history.numel()
         raw = self._history.tolist()
         n = min(steps, cap)
         start = (steps - n) % cap
         history = [raw[(start + i) % cap] for i in range(n)]
-        return {"steps": steps, "skipped_steps": skipped, "overflow_streak": streak,
-                "last_skipped_step": last or None, "scale": self.get_scale(), "scale_history": history}
+        return ScalerStats({"steps": steps, "skipped_steps": skipped, "overflow_streak": streak,
+                            "last_skipped_step": last or None, "scale": self.get_scale(), "scale_history": history})
+
+    def _repr_html_(self):
+        return scaler_html(self)
 
     def diagnose(self, optimizer=None):
         """Names the parameters whose grads hold inf/NaN now (call it after a skipped step, before

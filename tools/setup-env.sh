@@ -22,6 +22,10 @@ if ! ls /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h /usr/include/open
    ! ls /usr/include/*-linux-gnu/openblas-pthread/cblas.h >/dev/null 2>&1; then
     need_apt+=(libopenblas-dev)
 fi
+# Open MPI: the CPU engine of ampc.distributed and the launcher of its two-process tests
+if ! command -v mpirun >/dev/null 2>&1; then
+    need_apt+=(openmpi-bin libopenmpi-dev)
+fi
 if [ "${EXTRAS:-}" = demo ] && [ ! -d /usr/share/datasets/fashion-mnist ]; then
     need_apt+=(dataset-fashion-mnist)
 fi
@@ -43,7 +47,7 @@ if [ ! -x .venv/bin/python ]; then
     log "creating .venv"
     python3 -m venv .venv >&2
 fi
-want="numpy pytest ml_dtypes torch setuptools nbclient nbformat ipykernel matplotlib"
+want="numpy pytest ml_dtypes torch setuptools nbclient nbformat ipykernel matplotlib mpi4py"
 [ "${EXTRAS:-}" = demo ] && want="$want tqdm matplotlib"
 if ! .venv/bin/python -c "import $(echo $want | tr ' ' ',')" >/dev/null 2>&1; then
     log "installing Python packages into .venv (torch is the test oracle only)"
@@ -52,6 +56,8 @@ if ! .venv/bin/python -c "import $(echo $want | tr ' ' ',')" >/dev/null 2>&1; th
     .venv/bin/python -m pip install -q setuptools wheel numpy pytest ml-dtypes "torch==2.13.0" >&2
     # the notebook test runs examples/notebooks through a real Jupyter kernel (nbclient + ipykernel)
     .venv/bin/python -m pip install -q nbclient nbformat ipykernel matplotlib >&2
+    # ampc.distributed's MPI backend (needs Open MPI, from apt above)
+    .venv/bin/python -m pip install -q mpi4py >&2 || log "mpi4py failed: the distributed tests will fail"
     [ "${EXTRAS:-}" = demo ] && .venv/bin/python -m pip install -q tqdm >&2
 fi
 # The CUDA build links cuBLAS/cuBLASLt; a toolkit without them (as on CI) takes them from PyPI's

@@ -44,6 +44,18 @@ def _is_ampc_optimizer(optimizer):
     return False
 
 
+def _sync_found_inf_across_ranks(found_inf_per_device):
+    """Under ampc.distributed with more than one rank, every rank must skip the same steps: the
+    found_inf flags are max-reduced across the ranks (in device order) before step decides, as
+    torch's ShardedGradScaler and DeepSpeed's overflow all-reduce do. One process: unchanged, no
+    communication."""
+    from .. import distributed as dist
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        for device in sorted(found_inf_per_device, key=str):
+            dist.all_reduce(found_inf_per_device[device], op=dist.ReduceOp.MAX)
+    return found_inf_per_device
+
+
 class OptState(Enum):
     READY = 0
     UNSCALED = 1
@@ -166,7 +178,8 @@ class GradScaler:
             for grads in per_dtype_grads.values():
                 _C._amp_foreach_non_finite_check_and_unscale_(grads, per_device_found_inf.get(device),
                                                               per_device_inv_scale.get(device))
-        return per_device_found_inf._per_device_tensors
+        per_device_found_inf.get(found_inf.device)  # present even on a rank without grads there
+        return _sync_found_inf_across_ranks(per_device_found_inf._per_device_tensors)
 
     def unscale_(self, optimizer):
         if not self._enabled:

@@ -11,3 +11,4 @@ from .parameter import Buffer, Parameter  # noqa: F401
 from . import utils  # noqa: F401,E402
 
 __all__ = ["Parameter", "Buffer", "functional", "init", "utils"] + list(_modules_all)
+from . import parallel  # noqa: F401,E402  (torch.nn.parallel: DistributedDataParallel)

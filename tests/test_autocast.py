@@ -125,6 +125,10 @@ CASES = {
                   ([lp((5, 3)), idx((2,), 5), f((2, 3))], lambda m, x, i, v: x.index_put((i,), v))],
     "scatter_add": [([f((3, 4)), idx((3, 4), 3), lp((3, 4))], lambda m, x, i, s: m.scatter_add(x, 0, i, s)),
                     ([lp((3, 4)), idx((3, 4), 3), f((3, 4))], lambda m, x, i, s: m.scatter_add(x, 0, i, s))],
+    "_thnn_fused_lstm_cell": [([f((3, 8)), f((3, 8)), f((3, 2)), f((8,)), f((8,))],  # issue 13: rnn
+                               lambda m, a, b, c, d, e: _thnn(m, "_thnn_fused_lstm_cell")(a, b, c, d, e)[0])],
+    "_thnn_fused_gru_cell": [([f((3, 6)), f((3, 6)), f((3, 2)), f((6,)), f((6,))],  # issue 13: rnn
+                              lambda m, a, b, c, d, e: _thnn(m, "_thnn_fused_gru_cell")(a, b, c, d, e)[0])],
     # banned under CUDA; float32 on the CPU (PyTorch's CPU list)
     "binary_cross_entropy": [([lp((3, 4), 0.05, 0.95), lp((3, 4), 0.0, 1.0)],
                               lambda m, x, y: m.F.binary_cross_entropy(x, y))],
@@ -213,6 +217,11 @@ TORCH_CPU_DIFFERS = {"mv", "exp", "log", "reciprocal", "rsqrt", "pow", "softplus
                      "norm", "logsumexp", "softmax", "log_softmax", "sum", "cumsum", "dot", "index_put",
                      "scatter_add", "acos", "asin", "cosh", "sinh", "tan", "log1p", "expm1", "log2", "log10",
                      "erfinv", "cumprod"}
+TORCH_CPU_DIFFERS |= {"_thnn_fused_lstm_cell", "_thnn_fused_gru_cell"}  # issue 13: torch has CUDA kernels only
+
+
+def _thnn(m, name):  # issue 13: rnn (torch has the fused cells as torch.ops.aten.* only, CUDA kernels only)
+    return getattr(_C, name) if m is AM else getattr(torch.ops.aten, name)
 
 
 @pytest.mark.parametrize("lp_name", list(LP))

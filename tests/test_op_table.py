@@ -328,7 +328,21 @@ CASES = {
     "_fused_adadelta_": (lambda M, d: opt_step(M, d, "Adadelta"), False),
     "_fused_rmsprop_": (lambda M, d: opt_step(M, d, "RMSprop"), False),
     "_fused_adagrad_": (lambda M, d: opt_step(M, d, "Adagrad"), False),
+    "_thnn_fused_lstm_cell": (lambda M, d: _lstm_cell(M, d), True),  # issue 13: rnn
+    "_thnn_fused_lstm_cell_backward_impl": (lambda M, d: _lstm_cell(M, d), True),  # issue 13: rnn
+    "_thnn_fused_gru_cell": (lambda M, d: _gru_cell(M, d), True),  # issue 13: rnn
+    "_thnn_fused_gru_cell_backward": (lambda M, d: _gru_cell(M, d), True),  # issue 13: rnn
 }
+
+
+def _lstm_cell(M, d):  # issue 13: rnn
+    return M._C._thnn_fused_lstm_cell(T(M, d, (3, 8), grad=True), T(M, d, (3, 8), seed=1), T(M, d, (3, 2), seed=2),
+                                   T(M, d, (8,), seed=3), T(M, d, (8,), seed=4))
+
+
+def _gru_cell(M, d):  # issue 13: rnn
+    return M._C._thnn_fused_gru_cell(T(M, d, (3, 6), grad=True), T(M, d, (3, 6), seed=1), T(M, d, (3, 2), seed=2),
+                                  T(M, d, (6,), seed=3), T(M, d, (6,), seed=4))
 
 
 def _scaler_round_trip(M, d):

@@ -21,6 +21,7 @@ void ampc_cpu_register_nn(void);          /* cpu_nn_*.c: NN (nn.functional) */
 void ampc_cpu_register_multi_tensor(void); /* cpu_multi_tensor.c: MULTI_TENSOR (clip_grad_norm_) */
 void ampc_cpu_register_optim(void);        /* cpu_optim.c: OPTIM (fused optimizer steps) */
 void ampc_cpu_register_sort(void);         /* cpu_sort.c: SORT (sorting and selection), and: */
+void ampc_cpu_register_nn_rnn(void);       /* cpu_nn_rnn.c: the fused LSTM/GRU cells (issue 13) */
 void ampc_cpu_register_sort_search(void);  /* cpu_sort_search.c: searchsorted, unique runs, histograms */
 
 #endif

@@ -114,6 +114,7 @@ void ampc_cuda_register_nn_loss_class(void); /* cuda_nn_loss_class.cu: cross ent
 void ampc_cuda_register_nn_loss(void);      /* cuda_nn_loss.cu: the elementwise losses and their backward */
 void ampc_cuda_register_amp(void);          /* cuda_amp.cu: AMP, MULTI_TENSOR */
 void ampc_cuda_register_optim(void);        /* cuda_optim.cu: OPTIM */
+void ampc_cuda_register_nn_rnn(void);       /* cuda_nn_rnn.cu: the fused LSTM/GRU cells (issue 13) */
 void ampc_cuda_register_sort(void);         /* cuda_sort.cu: SORT (sorting and selection) */
 
 /* ---- cuda_gemm.cu: counters of the paths the GEMM kernel took, for tests and benchmarks

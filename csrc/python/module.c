@@ -22,6 +22,7 @@ static PyMethodDef *const module_tables[] = {
     ampc_py_module_methods_tensor, ampc_py_module_methods_creation, ampc_py_module_methods_convert,
     ampc_py_module_methods_sampling, ampc_py_module_methods_rng_state, /* issue 12: rng */
     ampc_py_module_methods_amp_debug, /* issue 18: ampc.amp.debug */
+    ampc_py_module_methods_nn_rnn, /* issue 13: rnn */
 };
 
 static PyMethodDef *const tensor_tables[] = {

@@ -119,6 +119,7 @@ extern PyMethodDef ampc_py_module_methods_rng_state[];   /* py_rng_state.c */
 extern PyMethodDef ampc_py_module_methods_cuda[];        /* py_cuda.c */
 extern PyMethodDef ampc_py_module_methods_amp[];         /* py_amp.c */
 extern PyMethodDef ampc_py_module_methods_autocast[];    /* py_autocast.c */
+extern PyMethodDef ampc_py_module_methods_nn_rnn[];      /* py_nn_rnn.c (issue 13: fused LSTM/GRU cells) */
 extern PyMethodDef ampc_py_module_methods_nn[];          /* py_nn.c (ampc.nn.functional) */
 extern PyMethodDef ampc_py_module_methods_multi_tensor[]; /* py_multi_tensor.c (nn.utils.clip_grad_norm_) */
 extern PyMethodDef ampc_py_module_methods_optim[];        /* py_optim.c (ampc.optim's fused steps) */

@@ -11,6 +11,7 @@ from .loss import *  # noqa: F401,F403
 from .module import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 
@@ -25,6 +26,7 @@ from . import (  # noqa: E402
     module,
     normalization,
     pooling,
+    rnn,
     sparse,
     transformer,
 )
@@ -40,6 +42,7 @@ __all__ = [name for family in (
     module,
     normalization,
     pooling,
+    rnn,
     sparse,
     transformer,
 ) for name in family.__all__]

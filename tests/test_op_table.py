@@ -328,6 +328,13 @@ CASES = {
     "_fused_adadelta_": (lambda M, d: opt_step(M, d, "Adadelta"), False),
     "_fused_rmsprop_": (lambda M, d: opt_step(M, d, "RMSprop"), False),
     "_fused_adagrad_": (lambda M, d: opt_step(M, d, "Adagrad"), False),
+    # issue 13, conv: padding
+    "constant_pad_nd": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4), grad=True), (1, 2, -1, 1), value=0.5), True),
+    "reflection_pad": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4, 5), grad=True), (1, 2, 3, 1), mode="reflect"), True),
+    "replication_pad": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4, 5), grad=True), (1, 2, 3, 1), mode="replicate"),
+                        True),
+    "circular_pad": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4, 5), grad=True), (1, 2, 3, 1), mode="circular"), True),
+    "pad_backward": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4, 5), grad=True), (1, 2, 3, 1), mode="reflect"), True),
 }
 
 

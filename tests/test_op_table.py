@@ -332,6 +332,13 @@ CASES = {
     "_thnn_fused_lstm_cell_backward_impl": (lambda M, d: _lstm_cell(M, d), True),  # issue 13: rnn
     "_thnn_fused_gru_cell": (lambda M, d: _gru_cell(M, d), True),  # issue 13: rnn
     "_thnn_fused_gru_cell_backward": (lambda M, d: _gru_cell(M, d), True),  # issue 13: rnn
+    # issue 13, conv: padding
+    "constant_pad_nd": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4), grad=True), (1, 2, -1, 1), value=0.5), True),
+    "reflection_pad": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4, 5), grad=True), (1, 2, 3, 1), mode="reflect"), True),
+    "replication_pad": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4, 5), grad=True), (1, 2, 3, 1), mode="replicate"),
+                        True),
+    "circular_pad": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4, 5), grad=True), (1, 2, 3, 1), mode="circular"), True),
+    "pad_backward": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4, 5), grad=True), (1, 2, 3, 1), mode="reflect"), True),
 }
 
 

@@ -184,6 +184,7 @@ void ampc_cuda_register(void) {
     ampc_cuda_register_optim();
     ampc_cuda_register_sort();
     ampc_cuda_register_nn_rnn(); /* issue 13: rnn */
+    ampc_cuda_register_nn_pad(); /* issue 13, conv */
     if (device_count == 0) return;
     ampc_cuda_register_allocators();
 }

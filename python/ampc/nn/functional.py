@@ -253,38 +253,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                                None if scale is None else float(scale))
 
 
-# ---------------------------------------------------------------- pad
-
-def pad(input, pad, mode="constant", value=None):
-    """Constant padding (negative pads crop), composed of narrow and cat so it is differentiable."""
-    if mode != "constant":
-        raise NotImplementedError(f"ampc: pad(mode={mode!r}) is not supported; only 'constant'")
-    if len(pad) % 2 != 0:
-        raise ValueError("Padding length must be divisible by 2")
-    if len(pad) // 2 > input.dim():
-        raise ValueError("Padding length should be less than or equal to two times the input dimension but got "
-                         f"padding length {len(pad)} and input of dimension {input.dim()}")
-    ampc = _ampc()
-    out = input
-    value = 0.0 if value is None else value
-    for i in range(len(pad) // 2):
-        dim = input.dim() - 1 - i
-        before, after = int(pad[2 * i]), int(pad[2 * i + 1])
-        if before < 0:
-            out = out.narrow(dim, -before, out.shape[dim] + before)
-        if after < 0:
-            out = out.narrow(dim, 0, out.shape[dim] + after)
-        parts = []
-        for n in (max(before, 0), None, max(after, 0)):
-            if n is None:
-                parts.append(out)
-            elif n > 0:
-                shape = list(out.shape)
-                shape[dim] = n
-                parts.append(ampc.full(shape, value, dtype=out.dtype, device=out.device))
-        if len(parts) > 1:
-            out = ampc.cat(parts, dim)
-    return out
+# pad: python/ampc/nn/_functional_conv.py (every mode, C kernels)
 
 
 # ---------------------------------------------------------------- multi-head attention
@@ -451,4 +420,5 @@ def _add_families(*names):
 
 
 _add_families(
+    "_functional_conv",
 )

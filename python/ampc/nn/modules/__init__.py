@@ -10,6 +10,7 @@ from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .module import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
@@ -25,6 +26,7 @@ from . import (  # noqa: E402
     loss,
     module,
     normalization,
+    padding,
     pooling,
     rnn,
     sparse,
@@ -41,6 +43,7 @@ __all__ = [name for family in (
     loss,
     module,
     normalization,
+    padding,
     pooling,
     rnn,
     sparse,

@@ -1,0 +1,51 @@
+"""Parity cases of issue 13's convolution family: padding (every mode and module), ..."""
+from nn_parity.spec import Case, Const, X
+
+F = "nn.functional."
+LOW = ("float32", "float64", "float16", "bfloat16")
+
+
+def _f(name):
+    return lambda M: getattr(M.nn.functional, name)
+
+
+def _m(name, *args):
+    return lambda M: getattr(M.nn, name)(*args)
+
+
+CASES = [
+    # ---------------------------------------------------------------- padding
+    Case(F + "pad", _f("pad"), [X((2, 3, 5)), Const((2, 3))], kwargs=dict(mode="reflect"), dtypes=LOW,
+         id="conv-pad-reflect-1d"),
+    Case(F + "pad", _f("pad"), [X((2, 3, 5, 4)), Const((1, 3, 2, 0))], kwargs=dict(mode="reflect"), dtypes=LOW,
+         id="conv-pad-reflect-2d"),
+    Case(F + "pad", _f("pad"), [X((1, 2, 3, 4, 5)), Const((1, 2, 2, 0, 1, 1))], kwargs=dict(mode="reflect"),
+         id="conv-pad-reflect-3d"),
+    Case(F + "pad", _f("pad"), [X((3, 5, 4)), Const((3, -1, 2, 4))], kwargs=dict(mode="replicate"), dtypes=LOW,
+         id="conv-pad-replicate-2d-unbatched-crop"),
+    Case(F + "pad", _f("pad"), [X((2, 2, 3, 3, 2)), Const((4, 1, 0, 2, 1, 3))], kwargs=dict(mode="replicate"),
+         id="conv-pad-replicate-3d"),
+    Case(F + "pad", _f("pad"), [X((2, 3, 5)), Const((3, -2))], kwargs=dict(mode="circular"), id="conv-pad-circular-1d"),
+    Case(F + "pad", _f("pad"), [X((2, 3, 4, 5)), Const((2, 1, 4, 3))], kwargs=dict(mode="circular"), dtypes=LOW,
+         id="conv-pad-circular-2d"),
+    Case(F + "pad", _f("pad"), [X((1, 2, 3, 4, 2)), Const((1, 2, 3, 0, 1, 2))], kwargs=dict(mode="circular"),
+         id="conv-pad-circular-3d"),
+    Case(F + "pad", _f("pad"), [X((2, 1, 2, 3, 2)), Const((1, 0, 0, 2, 1, 1, 2, 0, 1, 1))],
+         kwargs=dict(value=-1.5), dtypes=LOW, id="conv-pad-constant-5dims"),
+    Case(F + "pad", _f("pad"), [X((2, 3, 4)), Const((-1, -2, 1, 0))], id="conv-pad-constant-crop"),
+    Case("nn.ZeroPad1d", _m("ZeroPad1d", (1, 2)), [X((2, 3, 4))]),
+    Case("nn.ZeroPad2d", _m("ZeroPad2d", 2), [X((2, 3, 4, 3))], dtypes=LOW),
+    Case("nn.ZeroPad3d", _m("ZeroPad3d", (1, 0, 2, 1, 0, 1)), [X((1, 2, 2, 3, 2))]),
+    Case("nn.ConstantPad1d", _m("ConstantPad1d", 2, 3.5), [X((3, 4))]),
+    Case("nn.ConstantPad2d", _m("ConstantPad2d", (1, 0, -1, 2), -1.0), [X((2, 3, 4, 3))], dtypes=LOW),
+    Case("nn.ConstantPad3d", _m("ConstantPad3d", 1, 0.25), [X((1, 2, 2, 3, 2))]),
+    Case("nn.ReflectionPad1d", _m("ReflectionPad1d", (3, 1)), [X((2, 3, 4))], dtypes=LOW),
+    Case("nn.ReflectionPad2d", _m("ReflectionPad2d", 2), [X((2, 3, 4, 3))], dtypes=LOW),
+    Case("nn.ReflectionPad3d", _m("ReflectionPad3d", (1, 0, 2, 1, 0, 1)), [X((2, 2, 3, 2))]),
+    Case("nn.ReplicationPad1d", _m("ReplicationPad1d", (3, 1)), [X((2, 3, 4))], dtypes=LOW),
+    Case("nn.ReplicationPad2d", _m("ReplicationPad2d", (2, 0, 1, 3)), [X((3, 4, 3))], dtypes=LOW),
+    Case("nn.ReplicationPad3d", _m("ReplicationPad3d", 2), [X((1, 2, 2, 3, 2))]),
+    Case("nn.CircularPad1d", _m("CircularPad1d", (3, 1)), [X((2, 3, 4))]),
+    Case("nn.CircularPad2d", _m("CircularPad2d", (2, 0, 1, 3)), [X((3, 4, 3))]),
+    Case("nn.CircularPad3d", _m("CircularPad3d", 1), [X((1, 2, 2, 3, 2))]),
+]

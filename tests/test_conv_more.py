@@ -1,0 +1,159 @@
+"""Issue 13's convolution family against torch on the CPU beyond the parity harness
+(tests/nn_parity/cases_conv.py): F.pad in every mode over random shapes and pads, integer dtypes,
+0-size and non-contiguous inputs, the error messages, double backward of constant padding."""
+import numpy as np
+import pytest
+import torch
+
+import ampc
+import ampc.nn.functional as F
+
+
+def pair(shape, seed=0, dtype="float32", grad=True):
+    a = np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float64)
+    t = torch.tensor(a, dtype=getattr(torch, dtype))
+    m = ampc.tensor(a).to(getattr(ampc, dtype))
+    if grad:
+        t.requires_grad_(), m.requires_grad_()
+    return t, m
+
+
+def close(m, t, atol=1e-6, rtol=1e-6):
+    np.testing.assert_allclose(m.detach().double().numpy(), t.detach().double().numpy(), atol=atol, rtol=rtol)
+
+
+# ---------------------------------------------------------------- pad
+
+MODES = ["constant", "reflect", "replicate", "circular"]
+
+
+def random_pad_case(rng, mode):
+    k = int(rng.integers(1, 4))
+    batched = bool(rng.integers(0, 2))
+    shape = tuple(int(v) for v in rng.integers(1, 6, k + 1 + batched))
+    pads = []
+    for i in range(k):
+        n = shape[-1 - i]
+        if mode == "reflect":
+            lo, hi = (int(v) for v in rng.integers(-(n // 2), n, 2))
+        elif mode == "circular":
+            lo, hi = (int(v) for v in rng.integers(-(n // 2), n + 1, 2))
+        else:
+            lo, hi = (int(v) for v in rng.integers(-(n // 2), 6, 2))
+        if n + lo + hi < 1:
+            lo, hi = max(lo, 0), max(hi, 0)
+        if mode == "circular":  # wrap only around what a negative pad keeps (else torch's copies overlap)
+            kept = n + min(lo, 0) + min(hi, 0)
+            lo, hi = min(lo, kept), min(hi, kept)
+        pads += [lo, hi]
+    return shape, tuple(pads)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pad_random_against_torch(mode):
+    rng = np.random.default_rng(MODES.index(mode))
+    for i in range(25):
+        shape, pads = random_pad_case(rng, mode)
+        t, m = pair(shape, seed=i)
+        want, got = torch.nn.functional.pad(t, pads, mode=mode), F.pad(m, pads, mode=mode)
+        assert tuple(got.shape) == tuple(want.shape), (shape, pads)
+        close(got, want)
+        g = np.random.default_rng(i + 1).uniform(-1, 1, tuple(want.shape))
+        want.backward(torch.tensor(g))
+        got.backward(ampc.tensor(g))
+        close(m.grad, t.grad, atol=1e-5, rtol=1e-5)  # torch sums in fp32, ampc in double
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pad_non_contiguous_and_dtypes(mode):
+    t, m = pair((3, 4, 6), grad=False)
+    tt, mt = t.transpose(1, 2), m.transpose(1, 2)
+    assert not mt.is_contiguous()
+    close(F.pad(mt, (2, 1), mode=mode), torch.nn.functional.pad(tt, (2, 1), mode=mode))
+    ti = torch.arange(24).view(2, 3, 4)
+    mi = ampc.arange(24).view(2, 3, 4)
+    want = torch.nn.functional.pad(ti, (1, 2, 2, 0), mode=mode) if mode != "constant" else \
+        torch.nn.functional.pad(ti, (1, 2, 2, 0), value=7)
+    got = F.pad(mi, (1, 2, 2, 0), mode=mode) if mode != "constant" else F.pad(mi, (1, 2, 2, 0), value=7)
+    assert got.dtype == ampc.int64
+    assert got.tolist() == want.tolist()
+    for dt in ("float16", "bfloat16"):
+        t, m = pair((2, 3, 5), dtype=dt)
+        want, got = torch.nn.functional.pad(t, (2, 3), mode=mode), F.pad(m, (2, 3), mode=mode)
+        assert str(got.dtype) == str(want.dtype).replace("torch", "ampc")
+        close(got, want, atol=0)
+        want.sum().backward()
+        got.sum().backward()
+        assert m.grad.dtype == m.dtype
+        close(m.grad, t.grad, atol=1e-2, rtol=1e-2)
+
+
+def test_pad_constant_values_and_bool():
+    b = ampc.tensor([[True, False]])
+    assert F.pad(b, (1, 1), value=1).tolist() == [[True, True, False, True]]
+    ti = torch.arange(6).view(1, 2, 3)
+    assert F.pad(ampc.arange(6).view(1, 2, 3), (1, 1), value=2.5).tolist() == \
+        torch.nn.functional.pad(ti, (1, 1), value=2.5).tolist()
+
+
+def test_pad_zero_size():
+    t, m = pair((0, 3, 4))
+    for mode in ("reflect", "replicate", "constant"):
+        got = F.pad(m, (1, 2), mode=mode)
+        assert tuple(got.shape) == (0, 3, 7)
+        got.sum().backward()
+        assert tuple(m.grad.shape) == (0, 3, 4)
+    t, m = pair((2, 3, 4))
+    got = F.pad(m, (-4, 0))
+    assert tuple(got.shape) == (2, 3, 0)
+    got.sum().backward()
+    assert float(m.grad.abs().sum()) == 0.0
+    assert tuple(F.pad(ampc.zeros(2, 0, 3), (1, 1, 2, 0)).shape) == (2, 2, 5)
+
+
+ERRORS = [
+    ((2, 3, 4), (1, 4), "reflect"), ((2, 3, 4, 4), (1, 1, 4, 1), "reflect"),
+    ((2, 3, 4, 4, 4), (1, 1, 1, 1, 4, 1), "reflect"), ((2, 3, 4), (-3, -2), "reflect"),
+    ((2, 3, 4), (-3, -2), "replicate"), ((2, 3, 4), (-3, -2), "circular"), ((2, 3, 4), (0, 5), "circular"),
+    ((3,), (1, 1), "replicate"), ((2, 3, 4), (1, 1), "bogus"), ((2, 3, 0), (1, 1), "reflect"),
+    ((2, 0, 4), (1, 1), "replicate"), ((2, 3, 4), (1,), "constant"), ((2, 3), (1, 1, 1, 1, 1, 1), "constant"),
+    ((2, 3, 4), (-3, -2), "constant"),
+]
+
+
+@pytest.mark.parametrize("shape,pads,mode", ERRORS)
+def test_pad_errors_match_torch(shape, pads, mode):
+    with pytest.raises(Exception) as want:
+        torch.nn.functional.pad(torch.zeros(shape), pads, mode=mode)
+    with pytest.raises(Exception) as got:
+        F.pad(ampc.zeros(shape), pads, mode=mode)
+    assert type(got.value).__name__ == type(want.value).__name__
+    if mode != "constant" or len(pads) % 2:  # torch's constant crop error comes from its narrow()
+        assert str(got.value) == str(want.value)
+
+
+def test_pad_value_with_other_modes_and_names():
+    with pytest.raises(RuntimeError, match="doesn't take in value"):
+        F.pad(ampc.zeros(1, 2, 3), (1, 1), mode="reflect", value=1.0)
+    x = ampc.zeros(1, 2, 3, requires_grad=True)
+    assert F.pad(x, (1, 1), mode="reflect").grad_fn.name() == "ReflectionPad1DBackward0"
+    assert F.pad(x, (1, 1, 1, 1), mode="replicate").grad_fn.name() == "ReplicationPad2DBackward0"
+    assert F.pad(x, (1, 1)).grad_fn.name() == "ConstantPadNdBackward0"
+
+
+def test_pad_constant_double_backward():
+    t, m = pair((2, 3), dtype="float64")
+    for lib, x in ((torch, t), (ampc, m)):
+        y = lib.nn.functional.pad(x, (1, 2, -1, 1), value=3.0)
+        (g,) = lib.autograd.grad((y * y).sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad((g * g).sum(), x)
+        x.gg = gg
+    close(m.gg, t.gg)
+
+
+def test_pad_modules_repr_and_checks():
+    assert repr(ampc.nn.ReflectionPad2d(2)) == repr(torch.nn.ReflectionPad2d(2))
+    assert repr(ampc.nn.ConstantPad3d((1, 2, 3, 4, 5, 6), 1.5)) == repr(torch.nn.ConstantPad3d((1, 2, 3, 4, 5, 6), 1.5))
+    assert repr(ampc.nn.ZeroPad1d(3)) == repr(torch.nn.ZeroPad1d(3))
+    with pytest.raises(ValueError, match=r"expected 3D or 4D input \(got 2D input\)"):
+        ampc.nn.CircularPad2d(1)(ampc.zeros(2, 3))

@@ -108,11 +108,15 @@ static ampc_tensor *pool_input5(const pool_kind *kd, const ampc_tensor *x) {
                                "%s(): Expected input to have non-zero size for non-batch dimensions, but input has "
                                "sizes %s with dimension %d being empty",
                                kd->name, nn_shape(x, s, sizeof s), i);
-            else
+            else /* torch names max_pool3d's check after its per-device template */
                 ampc_set_error(AMPC_E_RUNTIME,
-                               "%s(): Expected input's non-batch dimensions to have positive length, but input has a "
-                               "shape of %s and non-batch dimension %d has length zero!",
-                               kd->name, nn_shape(x, s, sizeof s), i - first);
+                               "%s%s(): Expected input's non-batch dimensions to have positive length, but input has "
+                               "a shape of %s and non-batch dimension %d has length zero!",
+                               kd->name,
+                               kd->is_max ? (x->device.type == AMPC_CPU ? "_with_indices_out_cpu_template"
+                                                                       : "_with_indices_out_cuda_template")
+                                          : "",
+                               nn_shape(x, s, sizeof s), i - first);
             return NULL;
         }
     if (nn_check_floating(kd->name, x, "input") != AMPC_OK) return NULL;

@@ -318,7 +318,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     `size` channels (zero-padded), then input / (k + alpha * mean) ** beta."""
     dim = input.dim()
     if dim < 3:
-        raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+        raise ValueError(f"Expected 3D or higher dimensionality                          input (got {dim} dimensions)")
     if input.numel() == 0:
         return input
     div = input.mul(input)

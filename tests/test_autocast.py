@@ -87,6 +87,8 @@ CASES = {
     "layer_norm": [([lp((3, 8)), lp((8,)), lp((8,))], lambda m, x, w, b: m.F.layer_norm(x, (8,), w, b)),
                    ([lp((3, 8)), f((8,)), f((8,))], lambda m, x, w, b: m.F.layer_norm(x, (8,), w, b))],
     "group_norm": [([lp((2, 4, 3)), lp((4,)), lp((4,))], lambda m, x, w, b: m.F.group_norm(x, 2, w, b))],
+    "rms_norm": [([lp((3, 8)), lp((8,))], lambda m, x, w: m.F.rms_norm(x, (8,), w)),  # issue 13, poolnorm
+                 ([lp((3, 8)), f((8,))], lambda m, x, w: m.F.rms_norm(x, (8,), w, 1e-6))],
     "norm": [([lp((3, 4))], lambda m, x: x.norm()), ([lp((3, 4))], lambda m, x: m.norm(x, p=1, dim=1))],
     "nll_loss": [([lp((4, 5), -3.0, -0.1), idx((4,), 5)], lambda m, x, t: m.F.nll_loss(x, t))],
     "cross_entropy": [([lp((4, 5)), idx((4,), 5)], lambda m, x, t: m.F.cross_entropy(x, t))],
@@ -222,6 +224,7 @@ TORCH_CPU_DIFFERS |= {"_thnn_fused_lstm_cell", "_thnn_fused_gru_cell"}  # issue 
 
 def _thnn(m, name):  # issue 13: rnn (torch has the fused cells as torch.ops.aten.* only, CUDA kernels only)
     return getattr(_C, name) if m is AM else getattr(torch.ops.aten, name)
+TORCH_CPU_DIFFERS |= {"rms_norm"}  # issue 13, poolnorm: torch's CPU fp32 list has no rms_norm
 
 
 @pytest.mark.parametrize("lp_name", list(LP))

@@ -292,6 +292,23 @@ CASES = {
     "layer_norm_backward": (lambda M, d: F(M).layer_norm(T(M, d, grad=True), (4,)), True),
     "group_norm": (lambda M, d: F(M).group_norm(T(M, d, (2, 4, 5), grad=True), 2), True),
     "group_norm_backward": (lambda M, d: F(M).group_norm(T(M, d, (2, 4, 5), grad=True), 2), True),
+    # issue 13, poolnorm
+    "max_pool3d": (lambda M, d: F(M).max_pool3d(T(M, d, (2, 2, 4, 4, 4), grad=True), 2, 1, 1), True),
+    "max_pool3d_backward": (lambda M, d: F(M).max_pool3d(T(M, d, (2, 2, 4, 4, 4), grad=True), 2, 1, 1), True),
+    "avg_pool3d": (lambda M, d: F(M).avg_pool3d(T(M, d, (2, 2, 4, 4, 4), grad=True), 3, 2, 1), True),
+    "avg_pool3d_backward": (lambda M, d: F(M).avg_pool3d(T(M, d, (2, 2, 4, 4, 4), grad=True), 3, 2, 1), True),
+    "adaptive_avg_pool3d": (lambda M, d: F(M).adaptive_avg_pool3d(T(M, d, (2, 2, 5, 4, 3), grad=True), 2), True),
+    "adaptive_avg_pool3d_backward": (
+        lambda M, d: F(M).adaptive_avg_pool3d(T(M, d, (2, 2, 5, 4, 3), grad=True), 2), True),
+    "adaptive_max_pool2d": (lambda M, d: F(M).adaptive_max_pool2d(T(M, d, (2, 3, 7, 5), grad=True), 3), True),
+    "adaptive_max_pool2d_backward": (
+        lambda M, d: F(M).adaptive_max_pool2d(T(M, d, (2, 3, 7, 5), grad=True), 3), True),
+    "adaptive_max_pool3d": (lambda M, d: F(M).adaptive_max_pool3d(T(M, d, (2, 2, 5, 4, 3), grad=True), 2), True),
+    "adaptive_max_pool3d_backward": (
+        lambda M, d: F(M).adaptive_max_pool3d(T(M, d, (2, 2, 5, 4, 3), grad=True), 2), True),
+    "rms_norm": (lambda M, d: F(M).rms_norm(T(M, d, grad=True), (4,), T(M, d, (4,), seed=1, grad=True)), True),
+    "rms_norm_backward": (
+        lambda M, d: F(M).rms_norm(T(M, d, grad=True), (4,), T(M, d, (4,), seed=1, grad=True)), True),
     "embedding": (lambda M, d: F(M).embedding(I(M, d, [0, 2, 1]), T(M, d, grad=True)), True),
     "embedding_backward": (lambda M, d: F(M).embedding(I(M, d, [0, 2, 1]), T(M, d, grad=True)), True),
     "dropout": (lambda M, d: F(M).dropout(T(M, d, grad=True), 0.5), True),

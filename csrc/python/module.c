@@ -24,6 +24,7 @@ static PyMethodDef *const module_tables[] = {
     ampc_py_module_methods_amp_debug, /* issue 18: ampc.amp.debug */
     ampc_py_module_methods_nn_rnn, /* issue 13: rnn */
     ampc_py_module_methods_nn_conv, /* issue 13: conv */
+    ampc_py_module_methods_nn_poolnorm, /* issue 13, poolnorm */
 };
 
 static PyMethodDef *const tensor_tables[] = {

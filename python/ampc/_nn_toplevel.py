@@ -52,5 +52,43 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
                                               pos_weight=pos_weight)
 
 
+# issue 13, poolnorm: the pooling and normalisation ops torch has at its top level (ATen's
+# signatures: stride=[] for "the kernel size", adaptive_max_pool1d returns (values, indices))
+def _stride_or_none(stride):
+    return None if stride in ((), []) else stride
+
+
+def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return F.max_pool1d(input, kernel_size, _stride_or_none(stride), padding, dilation, ceil_mode)
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return F.max_pool3d(input, kernel_size, _stride_or_none(stride), padding, dilation, ceil_mode)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return F.max_pool1d_with_indices(input, kernel_size, _stride_or_none(stride), padding, dilation, ceil_mode)
+
+
+def avg_pool1d(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
+    return F.avg_pool1d(input, kernel_size, _stride_or_none(stride), padding, ceil_mode, count_include_pad)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return F.adaptive_avg_pool1d(input, output_size)
+
+
+def adaptive_max_pool1d(input, output_size):
+    return F.adaptive_max_pool1d_with_indices(input, output_size)
+
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
+    return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    return F.rms_norm(input, normalized_shape, weight, eps)
+
+
 FUNCTIONS = {name: fn for name, fn in globals().items() if callable(fn) and not name.startswith("_")
              and getattr(fn, "__module__", None) == __name__}

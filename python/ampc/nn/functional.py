@@ -421,4 +421,5 @@ def _add_families(*names):
 
 _add_families(
     "_functional_conv",
+    "_functional_poolnorm",
 )

@@ -6,6 +6,7 @@ from .batchnorm import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
+from .instancenorm import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .module import *  # noqa: F401,F403
@@ -22,6 +23,7 @@ from . import (  # noqa: E402
     container,
     conv,
     dropout,
+    instancenorm,
     linear,
     loss,
     module,
@@ -39,6 +41,7 @@ __all__ = [name for family in (
     container,
     conv,
     dropout,
+    instancenorm,
     linear,
     loss,
     module,

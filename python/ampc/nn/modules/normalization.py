@@ -74,3 +74,55 @@ class GroupNorm(Module):
     def extra_repr(self):
         return "{num_groups}, {num_channels}, eps={eps}, affine={affine}, bias={use_bias}".format(
             **self.__dict__, use_bias=self.bias is not None)
+
+
+# ---------------------------------------------------------------- issue 13: RMSNorm, LocalResponseNorm
+
+__all__ += ["RMSNorm", "LocalResponseNorm"]
+
+
+class RMSNorm(Module):
+    """x / sqrt(mean(x^2 over normalized_shape) + eps) * weight, one fused kernel each way; eps None
+    is the machine epsilon of the computation dtype (torch's rule)."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            from ..parameter import Parameter
+            from ... import _C
+            self.weight = Parameter(_C.empty(self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
+
+
+class LocalResponseNorm(Module):
+    """Normalises over a window of `size` neighbouring channels (F.local_response_norm)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)

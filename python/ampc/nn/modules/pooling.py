@@ -55,3 +55,166 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+# ---------------------------------------------------------------- issue 13: the other pools, torch.nn's
+# classes over nn.functional (1-d and 3-d max/avg, adaptive, power-average, unpooling)
+
+__all__ += ["MaxPool1d", "MaxPool3d", "AvgPool1d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool3d",
+            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d",
+            "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+
+
+def _tuple(x, n):
+    return tuple(x) if isinstance(x, (list, tuple)) else (x,) * n
+
+
+class _MaxPoolNd(Module):
+    _fn = None
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                              ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    def extra_repr(self):
+        return ("kernel_size={kernel_size}, stride={stride}, padding={padding}, dilation={dilation}, "
+                "ceil_mode={ceil_mode}".format(**self.__dict__))
+
+
+class MaxPool1d(_MaxPoolNd):
+    _fn = "max_pool1d"
+
+
+class MaxPool3d(_MaxPoolNd):
+    _fn = "max_pool3d"
+
+
+class AvgPool1d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        super().__init__()
+        self.kernel_size = _tuple(kernel_size, 1)
+        self.stride = _tuple(stride if stride is not None else kernel_size, 1)
+        self.padding = _tuple(padding, 1)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input):
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool3d(AvgPool2d):
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    def forward(self, input):
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class _AdaptiveMaxPoolNd(Module):
+    _fn = None
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    _fn = "adaptive_max_pool1d"
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _fn = "adaptive_max_pool2d"
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    _fn = "adaptive_max_pool3d"
+
+
+class _LPPoolNd(Module):
+    _fn = None
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self):
+        return "norm_type={norm_type}, kernel_size={kernel_size}, stride={stride}, ceil_mode={ceil_mode}".format(
+            **self.__dict__)
+
+
+class LPPool1d(_LPPoolNd):
+    _fn = "lp_pool1d"
+
+
+class LPPool2d(_LPPoolNd):
+    _fn = "lp_pool2d"
+
+
+class LPPool3d(_LPPoolNd):
+    _fn = "lp_pool3d"
+
+
+class _MaxUnpoolNd(Module):
+    _n = 0
+    _fn = None
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        n = self._n
+        self.kernel_size = _tuple(kernel_size, n)
+        self.stride = _tuple(stride if stride is not None else kernel_size, n)
+        self.padding = _tuple(padding, n)
+
+    def forward(self, input, indices, output_size=None):
+        return getattr(F, self._fn)(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _n = 1
+    _fn = "max_unpool1d"
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _n = 2
+    _fn = "max_unpool2d"
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _n = 3
+    _fn = "max_unpool3d"

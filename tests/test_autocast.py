@@ -98,6 +98,8 @@ CASES = {
     "binary_cross_entropy_with_logits": [
         ([lp((3, 4)), lp((3, 4), 0.0, 1.0)], lambda m, x, y: m.F.binary_cross_entropy_with_logits(x, y))],
     "logsumexp": [([lp((3, 4))], lambda m, x: m.logsumexp(x, 1))],
+    "ctc_loss": [([lp((6, 2, 4), -3.0, -0.1), idx((2, 2), 3)],  # issue 13, loss
+                  lambda m, x, t: m.F.ctc_loss(x, t + 1, [6, 5], [2, 1], reduction="none"))],
     # issue 12: torch's CUDA fp32 list
     "acos": [([lp((3, 4), -0.9, 0.9)], lambda m, x: m.acos(x)), ([lp((3, 4), -0.9, 0.9)], lambda m, x: x.arccos())],
     "asin": [([lp((3, 4), -0.9, 0.9)], lambda m, x: m.asin(x))],

@@ -338,6 +338,10 @@ CASES = {
         True),
     "binary_cross_entropy_with_logits_backward": (
         lambda M, d: F(M).binary_cross_entropy_with_logits(T(M, d, grad=True), T(M, d, low=0, high=1, seed=1)), True),
+    "ctc_loss": (lambda M, d: F(M).ctc_loss(T(M, d, (5, 2, 4), grad=True).log_softmax(2), I(M, d, [[1, 2], [3, 3]]),
+                                            [5, 4], [2, 2], reduction="none"), True),
+    "ctc_loss_backward": (lambda M, d: F(M).ctc_loss(T(M, d, (5, 2, 4), grad=True).log_softmax(2),
+                                                     I(M, d, [[1, 2], [3, 3]]), [5, 4], [2, 2]), True),
     "_multi_tensor_norm": (lambda M, d: _clip(M, d), False),
     "_multi_tensor_scale_": (lambda M, d: _clip(M, d), False),
     "_fused_sgd_": (lambda M, d: opt_step(M, d, "SGD", momentum=0.9), False),

@@ -25,5 +25,6 @@ void ampc_cpu_register_nn_rnn(void);       /* cpu_nn_rnn.c: the fused LSTM/GRU c
 void ampc_cpu_register_sort_search(void);  /* cpu_sort_search.c: searchsorted, unique runs, histograms */
 void ampc_cpu_register_nn_pad(void);      /* cpu_nn_pad.c: the pad rows (issue 13, conv) */
 void ampc_cpu_register_nn_poolnorm(void);  /* cpu_nn_poolnorm.c: pool3d rows (3-d and adaptive max pools), rms_norm */
+void ampc_cpu_register_nn_loss_ctc(void);  /* cpu_nn_loss_ctc.c: ctc_loss (issue 13, loss) */
 
 #endif

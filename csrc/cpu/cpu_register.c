@@ -20,4 +20,5 @@ void ampc_cpu_register(void) {
     ampc_cpu_register_nn_rnn(); /* issue 13: rnn */
     ampc_cpu_register_nn_pad(); /* issue 13, conv */
     ampc_cpu_register_nn_poolnorm(); /* issue 13, poolnorm */
+    ampc_cpu_register_nn_loss_ctc();
 }

@@ -186,6 +186,7 @@ void ampc_cuda_register(void) {
     ampc_cuda_register_nn_rnn(); /* issue 13: rnn */
     ampc_cuda_register_nn_pad(); /* issue 13, conv */
     ampc_cuda_register_nn_poolnorm(); /* issue 13, poolnorm */
+    ampc_cuda_register_nn_loss_ctc();
     if (device_count == 0) return;
     ampc_cuda_register_allocators();
 }

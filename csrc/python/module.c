@@ -25,6 +25,7 @@ static PyMethodDef *const module_tables[] = {
     ampc_py_module_methods_nn_rnn, /* issue 13: rnn */
     ampc_py_module_methods_nn_conv, /* issue 13: conv */
     ampc_py_module_methods_nn_poolnorm, /* issue 13, poolnorm */
+    ampc_py_module_methods_nn_loss, /* issue 13: loss */
 };
 
 static PyMethodDef *const tensor_tables[] = {

@@ -214,11 +214,17 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return _C._nn_nll_loss(input, target, weight, _reduction(reduction, size_average, reduce), int(ignore_index))
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if weight is not None:  # torch composes the weighted form (mean: over the weights' sum)
+        from ._functional_loss import _weighted_pointwise
+        return _weighted_pointwise("mse", input, target, weight, size_average, reduce, reduction)
     return _C._nn_pointwise_loss("mse_loss", input, target, None, None, _reduction(reduction, size_average, reduce), 0.0)
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if weight is not None:
+        from ._functional_loss import _weighted_pointwise
+        return _weighted_pointwise("l1", input, target, weight, size_average, reduce, reduction)
     return _C._nn_pointwise_loss("l1_loss", input, target, None, None, _reduction(reduction, size_average, reduce), 0.0)
 
 
@@ -422,4 +428,5 @@ def _add_families(*names):
 _add_families(
     "_functional_conv",
     "_functional_poolnorm",
+    "_functional_loss",
 )

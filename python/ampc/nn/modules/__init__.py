@@ -2,6 +2,7 @@
 public names in __all__; a new family is one more line in each of the two blocks below (one line
 per family, so that parallel additions merge without conflict)."""
 from .activation import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
@@ -19,6 +20,7 @@ from .transformer import *  # noqa: F401,F403
 
 from . import (  # noqa: E402
     activation,
+    adaptive,
     batchnorm,
     container,
     conv,
@@ -37,6 +39,7 @@ from . import (  # noqa: E402
 
 __all__ = [name for family in (
     activation,
+    adaptive,
     batchnorm,
     container,
     conv,

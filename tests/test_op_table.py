@@ -328,6 +328,11 @@ CASES = {
     "_fused_adadelta_": (lambda M, d: opt_step(M, d, "Adadelta"), False),
     "_fused_rmsprop_": (lambda M, d: opt_step(M, d, "RMSprop"), False),
     "_fused_adagrad_": (lambda M, d: opt_step(M, d, "Adagrad"), False),
+    "_fused_nadam_": (lambda M, d: opt_step(M, d, "NAdam", weight_decay=0.1), False),
+    "_fused_radam_": (lambda M, d: opt_step(M, d, "RAdam", weight_decay=0.1), False),
+    "_fused_adamax_": (lambda M, d: opt_step(M, d, "Adamax"), False),
+    "_fused_asgd_": (lambda M, d: opt_step(M, d, "ASGD", t0=0), False),
+    "_fused_rprop_": (lambda M, d: opt_step(M, d, "Rprop"), False),
 }
 
 

@@ -237,11 +237,10 @@ def test_argument_errors_and_accepted_options():
     with pytest.raises(ValueError, match="num_workers option should be non-negative"):
         DataLoader(ds, num_workers=-1)
     calls = []
-    DataLoader._warned_workers = False
-    with pytest.warns(UserWarning, match="loads batches in the main process"):
-        dl = DataLoader(ds, batch_size=4, num_workers=2, pin_memory=True, worker_init_fn=calls.append,
-                        persistent_workers=True, prefetch_factor=2)
-    assert [b[0].tolist() for b in dl][0] == [0, 1, 2, 3] and calls == [0]
+    dl = DataLoader(ds, batch_size=4, num_workers=2, pin_memory=True, worker_init_fn=calls.append,
+                    persistent_workers=True, prefetch_factor=2)
+    assert [b[0].tolist() for b in dl][0] == [0, 1, 2, 3]
+    assert calls == []  # worker_init_fn ran in the worker processes (tests/test_data_more.py)
 
 
 def test_random_sampler_huge_num_samples_is_lazy():

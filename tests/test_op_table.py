@@ -360,6 +360,11 @@ CASES = {
                         True),
     "circular_pad": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4, 5), grad=True), (1, 2, 3, 1), mode="circular"), True),
     "pad_backward": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4, 5), grad=True), (1, 2, 3, 1), mode="reflect"), True),
+    "_fused_nadam_": (lambda M, d: opt_step(M, d, "NAdam", weight_decay=0.1), False),
+    "_fused_radam_": (lambda M, d: opt_step(M, d, "RAdam", weight_decay=0.1), False),
+    "_fused_adamax_": (lambda M, d: opt_step(M, d, "Adamax"), False),
+    "_fused_asgd_": (lambda M, d: opt_step(M, d, "ASGD", t0=0), False),
+    "_fused_rprop_": (lambda M, d: opt_step(M, d, "Rprop"), False),
 }
 
 

@@ -90,8 +90,11 @@ static ampc_status check_args(const optim_layout *L, const ampc_optim_tensors *t
         AMPC_TRY(check_companion(op, "grad", i, t->grads[i], p[i], dt, t->grad_scale != NULL));
         if (t->masters) AMPC_TRY(check_companion(op, "master weight", i, t->masters[i], p[i], AMPC_FLOAT32, true));
         if (L->uses_step) AMPC_TRY(check_scalar(op, "step", i, t->steps[i], dev));
-        for (int j = 0; j < 3; j++)
-            if (L->state_names[j]) AMPC_TRY(check_companion(op, L->state_names[j], i, t->state[j][i], p[i], state_dt, true));
+        for (int j = 0; j < 3; j++) {
+            if (!L->state_names[j]) continue;
+            if (ampc_optim_scalar_state(L->op, j)) AMPC_TRY(check_scalar(op, L->state_names[j], i, t->state[j][i], dev));
+            else AMPC_TRY(check_companion(op, L->state_names[j], i, t->state[j][i], p[i], state_dt, true));
+        }
     }
     if (t->grad_scale) AMPC_TRY(check_scalar(op, "grad_scale", 0, t->grad_scale, dev));
     if (t->found_inf) AMPC_TRY(check_scalar(op, "found_inf", 0, t->found_inf, dev));
@@ -202,5 +205,35 @@ ampc_status ampc_fused_rmsprop_(const ampc_optim_tensors *t, const ampc_rmsprop_
 ampc_status ampc_fused_adagrad_(const ampc_optim_tensors *t, const ampc_adagrad_options *o) {
     optim_layout L = {AMPC_OP_FUSED_ADAGRAD, {"sum", NULL, NULL}, true};
     ampc_fused_optim_args args = {.adagrad = o};
+    return fused_step(&L, t, &args);
+}
+
+ampc_status ampc_fused_nadam_(const ampc_optim_tensors *t, const ampc_nadam_options *o) {
+    optim_layout L = {AMPC_OP_FUSED_NADAM, {"exp_avg", "exp_avg_sq", "mu_product"}, true};
+    ampc_fused_optim_args args = {.nadam = o};
+    return fused_step(&L, t, &args);
+}
+
+ampc_status ampc_fused_radam_(const ampc_optim_tensors *t, const ampc_radam_options *o) {
+    optim_layout L = {AMPC_OP_FUSED_RADAM, {"exp_avg", "exp_avg_sq", NULL}, true};
+    ampc_fused_optim_args args = {.radam = o};
+    return fused_step(&L, t, &args);
+}
+
+ampc_status ampc_fused_adamax_(const ampc_optim_tensors *t, const ampc_adamax_options *o) {
+    optim_layout L = {AMPC_OP_FUSED_ADAMAX, {"exp_avg", "exp_inf", NULL}, true};
+    ampc_fused_optim_args args = {.adamax = o};
+    return fused_step(&L, t, &args);
+}
+
+ampc_status ampc_fused_asgd_(const ampc_optim_tensors *t, const ampc_asgd_options *o) {
+    optim_layout L = {AMPC_OP_FUSED_ASGD, {"ax", "eta", "mu"}, true};
+    ampc_fused_optim_args args = {.asgd = o};
+    return fused_step(&L, t, &args);
+}
+
+ampc_status ampc_fused_rprop_(const ampc_optim_tensors *t, const ampc_rprop_options *o) {
+    optim_layout L = {AMPC_OP_FUSED_RPROP, {"prev", "step_size", NULL}, true};
+    ampc_fused_optim_args args = {.rprop = o};
     return fused_step(&L, t, &args);
 }

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 
+#include "dispatch.h" /* ampc_op, for ampc_optim_scalar_state */
 #include "tensor.h"
 
 #ifdef __cplusplus
@@ -52,6 +53,31 @@ typedef struct ampc_adagrad_options {
     bool maximize;
 } ampc_adagrad_options;
 
+typedef struct ampc_nadam_options {
+    double lr, beta1, beta2, eps, weight_decay, momentum_decay;
+    bool maximize, decoupled_weight_decay;
+} ampc_nadam_options;
+
+typedef struct ampc_radam_options {
+    double lr, beta1, beta2, eps, weight_decay;
+    bool maximize, decoupled_weight_decay;
+} ampc_radam_options;
+
+typedef struct ampc_adamax_options {
+    double lr, beta1, beta2, eps, weight_decay;
+    bool maximize;
+} ampc_adamax_options;
+
+typedef struct ampc_asgd_options {
+    double lr, lambd, alpha, t0, weight_decay;
+    bool maximize;
+} ampc_asgd_options;
+
+typedef struct ampc_rprop_options {
+    double etaminus, etaplus, step_size_min, step_size_max;
+    bool maximize;
+} ampc_rprop_options;
+
 /* The tensors of one fused step: n parameters on one device with one dtype (float32, float64,
  * float16 or bfloat16). Every array has n entries; an optional array may be NULL as a whole.
  * Per parameter, grads, masters and state buffers have the parameter's shape. */
@@ -77,6 +103,23 @@ ampc_status ampc_fused_adadelta_(const ampc_optim_tensors *t, const ampc_adadelt
 ampc_status ampc_fused_rmsprop_(const ampc_optim_tensors *t, const ampc_rmsprop_options *o);
 /* state[0] sum. */
 ampc_status ampc_fused_adagrad_(const ampc_optim_tensors *t, const ampc_adagrad_options *o);
+/* Some states are per-parameter scalars (0-dim float32, like the step counters): the kernel reads
+ * them into the coefficients and advances them with the counter (ampc_optim_scalar_state). */
+/* state[0] exp_avg, state[1] exp_avg_sq, state[2] mu_product (scalar). */
+ampc_status ampc_fused_nadam_(const ampc_optim_tensors *t, const ampc_nadam_options *o);
+/* state[0] exp_avg, state[1] exp_avg_sq. */
+ampc_status ampc_fused_radam_(const ampc_optim_tensors *t, const ampc_radam_options *o);
+/* state[0] exp_avg, state[1] exp_inf. */
+ampc_status ampc_fused_adamax_(const ampc_optim_tensors *t, const ampc_adamax_options *o);
+/* state[0] ax, state[1] eta (scalar), state[2] mu (scalar). */
+ampc_status ampc_fused_asgd_(const ampc_optim_tensors *t, const ampc_asgd_options *o);
+/* state[0] prev, state[1] step_size. */
+ampc_status ampc_fused_rprop_(const ampc_optim_tensors *t, const ampc_rprop_options *o);
+
+/* Whether state slot j (0..2) of `op` holds a per-parameter 0-dim float32 scalar. */
+static inline bool ampc_optim_scalar_state(ampc_op op, int j) {
+    return (op == AMPC_OP_FUSED_NADAM && j == 2) || (op == AMPC_OP_FUSED_ASGD && j >= 1);
+}
 
 /* Kernel layout (ops.def, FUSED_* rows, schema fused_optim): slots holds AMPC_OPTIM_SLOTS
  * (slots_per_param) tensors per parameter in this order, NULL for an unused slot; grad_scale and

@@ -32,6 +32,11 @@ typedef union optim_coeffs {
     ampc_adadelta_coeffs adadelta;
     ampc_rmsprop_coeffs rmsprop;
     ampc_adagrad_coeffs adagrad;
+    ampc_nadam_coeffs nadam;
+    ampc_radam_coeffs radam;
+    ampc_adamax_coeffs adamax;
+    ampc_asgd_coeffs asgd;
+    ampc_rprop_coeffs rprop;
 } optim_coeffs;
 
 /* The rows of each compute type; fp32 also in AVX2 and AVX-512 builds picked at run time (the
@@ -75,8 +80,16 @@ static row_f32_fn pick_row_f32(void) {
     return row_f32;
 }
 
-/* Steps the counter (unless this op has none) and returns the coefficients of this parameter. */
-static optim_coeffs prepare(ampc_op op, const ampc_fused_optim_args *a, ampc_tensor *step) {
+/* A scalar state of the parameter (ampc_optim_scalar_state), or NULL. */
+static float *scalar_state(ampc_tensor *const *slots, int j) {
+    ampc_tensor *t = slots[AMPC_OPTIM_SLOT_STATE0 + j];
+    return t ? (float *)ampc_data_ptr(t) : NULL;
+}
+
+/* Steps the counter (unless this op has none), advances the parameter's scalar states and returns
+ * its coefficients. */
+static optim_coeffs prepare(ampc_op op, const ampc_fused_optim_args *a, ampc_tensor *const *slots) {
+    ampc_tensor *step = slots[AMPC_OPTIM_SLOT_STEP];
     optim_coeffs c = {0};
     float *s = step ? (float *)ampc_data_ptr(step) : NULL;
     float before = s ? *s : 0.0f;
@@ -87,7 +100,23 @@ static optim_coeffs prepare(ampc_op op, const ampc_fused_optim_args *a, ampc_ten
     case AMPC_OP_FUSED_ADAM: c.adam = ampc_adam_coeffs_for(a->adam, after); break;
     case AMPC_OP_FUSED_ADADELTA: c.adadelta = ampc_adadelta_coeffs_for(a->adadelta); break;
     case AMPC_OP_FUSED_RMSPROP: c.rmsprop = ampc_rmsprop_coeffs_for(a->rmsprop); break;
-    default: c.adagrad = ampc_adagrad_coeffs_for(a->adagrad, after); break;
+    case AMPC_OP_FUSED_ADAGRAD: c.adagrad = ampc_adagrad_coeffs_for(a->adagrad, after); break;
+    case AMPC_OP_FUSED_NADAM: {
+        float *mu_product = scalar_state(slots, 2);
+        *mu_product = ampc_nadam_mu_product_after(a->nadam, *mu_product, after);
+        c.nadam = ampc_nadam_coeffs_for(a->nadam, after, *mu_product);
+        break;
+    }
+    case AMPC_OP_FUSED_RADAM: c.radam = ampc_radam_coeffs_for(a->radam, after); break;
+    case AMPC_OP_FUSED_ADAMAX: c.adamax = ampc_adamax_coeffs_for(a->adamax, after); break;
+    case AMPC_OP_FUSED_ASGD: {
+        float *eta = scalar_state(slots, 1), *mu = scalar_state(slots, 2);
+        c.asgd = ampc_asgd_coeffs_for(a->asgd, *eta, *mu); /* this step uses the values before it */
+        *eta = ampc_asgd_eta_after(a->asgd, after);
+        *mu = ampc_asgd_mu_after(a->asgd, after);
+        break;
+    }
+    default: c.rprop = ampc_rprop_coeffs_for(a->rprop); break;
     }
     return c;
 }
@@ -124,7 +153,8 @@ static void update_low_precision(row_f32_fn row, ampc_op op, ampc_tensor *const 
         bool staged[NROLES];
         for (int r = 0; r < NROLES; r++) {
             int k = (r == P && master) ? AMPC_OPTIM_SLOT_MASTER : role_slot[r];
-            char *src = slot_at(slots, k, start + b);
+            bool scalar = r >= S0 && ampc_optim_scalar_state(op, r - S0); /* in the coefficients */
+            char *src = scalar ? NULL : slot_at(slots, k, start + b);
             staged[r] = src && slots[k]->dtype != AMPC_FLOAT32;
             if (!src) arr[r] = buf[r]; /* unused slot: scratch */
             else if (staged[r]) widen(arr[r] = buf[r], src, slots[k]->dtype, n);
@@ -145,7 +175,7 @@ static void update_range(row_f32_fn row, ampc_op op, ampc_tensor *const *slots, 
     char *p = slot_at(slots, AMPC_OPTIM_SLOT_PARAM, start), *g = slot_at(slots, AMPC_OPTIM_SLOT_GRAD, start);
     char *s[3];
     for (int j = 0; j < 3; j++) {
-        s[j] = slot_at(slots, AMPC_OPTIM_SLOT_STATE0 + j, start);
+        s[j] = ampc_optim_scalar_state(op, j) ? NULL : slot_at(slots, AMPC_OPTIM_SLOT_STATE0 + j, start);
         if (!s[j]) s[j] = p;
     }
     if (dt == AMPC_FLOAT32)
@@ -168,7 +198,13 @@ static const void *options_of(ampc_op op, const ampc_fused_optim_args *a) {
     case AMPC_OP_FUSED_ADAM: return a->adam;
     case AMPC_OP_FUSED_ADADELTA: return a->adadelta;
     case AMPC_OP_FUSED_RMSPROP: return a->rmsprop;
-    default: return a->adagrad;
+    case AMPC_OP_FUSED_ADAGRAD: return a->adagrad;
+    case AMPC_OP_FUSED_NADAM: return a->nadam;
+    case AMPC_OP_FUSED_RADAM: return a->radam;
+    case AMPC_OP_FUSED_ADAMAX: return a->adamax;
+    case AMPC_OP_FUSED_ASGD: return a->asgd;
+    case AMPC_OP_FUSED_RPROP: return a->rprop;
+    default: return NULL;
     }
 }
 
@@ -200,7 +236,7 @@ static ampc_status cpu_fused_step(ampc_op op, const ampc_fused_optim_args *a) {
     int64_t w = 0;
     for (int i = 0; i < n; i++) {
         ampc_tensor *const *slots = a->slots + (size_t)i * per;
-        coeffs[i] = prepare(op, a, slots[AMPC_OPTIM_SLOT_STEP]);
+        coeffs[i] = prepare(op, a, slots);
         int64_t numel = ampc_numel(slots[AMPC_OPTIM_SLOT_PARAM]);
         for (int64_t s = 0; s < numel; s += CHUNK) items[w++] = (work_item){i, s, numel - s < CHUNK ? numel - s : CHUNK};
     }

@@ -105,6 +105,32 @@ ROW_ATTR static void ROW_FN(adagrad_row)(int64_t n, ROW_T *p, ROW_T *g, ROW_T *s
         ROW_FN(adagrad_loop)(n, p, g, sum, *c, gs, false);
 }
 
+/* The rules whose stores are unconditional: one loop each, instanced on has_gs. */
+#define ROW_SIMPLE(NAME, PARAMS, ARGS, UPDATE)                                                                  \
+    ROW_INLINE void ROW_FN(NAME##_loop)(int64_t n, ROW_T *restrict p, ROW_T *restrict g, PARAMS,               \
+                                        ampc_##NAME##_coeffs c, ROW_T gs, bool has_gs) {                       \
+        ROW_EACH_GRAD(UPDATE);                                                                                  \
+    }                                                                                                           \
+    ROW_ATTR static void ROW_FN(NAME##_row)(int64_t n, ROW_T *p, ROW_T *g, PARAMS, const ampc_##NAME##_coeffs *c, \
+                                            ROW_T gs, bool has_gs) {                                            \
+        if (has_gs)                                                                                             \
+            ROW_FN(NAME##_loop)(n, p, g, ARGS, *c, gs, true);                                                   \
+        else                                                                                                    \
+            ROW_FN(NAME##_loop)(n, p, g, ARGS, *c, gs, false);                                                  \
+    }
+#define ROW_COMMA ,
+ROW_SIMPLE(nadam, ROW_T *restrict m ROW_COMMA ROW_T *restrict v, m ROW_COMMA v,
+           ROW_MATH(ampc_nadam_update)(p + k, gk, m + k, v + k, &c))
+ROW_SIMPLE(radam, ROW_T *restrict m ROW_COMMA ROW_T *restrict v, m ROW_COMMA v,
+           ROW_MATH(ampc_radam_update)(p + k, gk, m + k, v + k, &c))
+ROW_SIMPLE(adamax, ROW_T *restrict m ROW_COMMA ROW_T *restrict u, m ROW_COMMA u,
+           ROW_MATH(ampc_adamax_update)(p + k, gk, m + k, u + k, &c))
+ROW_SIMPLE(asgd, ROW_T *restrict ax, ax, ROW_MATH(ampc_asgd_update)(p + k, gk, ax + k, &c))
+ROW_SIMPLE(rprop, ROW_T *restrict prev ROW_COMMA ROW_T *restrict ss, prev ROW_COMMA ss,
+           ROW_MATH(ampc_rprop_update)(p + k, gk, prev + k, ss + k, &c))
+#undef ROW_COMMA
+#undef ROW_SIMPLE
+
 /* One rule over n elements; s0..s2 are the op's state slots in ops.def order. */
 ROW_ATTR static void ROW_FN(row)(ampc_op op, int64_t n, ROW_T *p, ROW_T *g, ROW_T *s0, ROW_T *s1, ROW_T *s2,
                         const optim_coeffs *c, bool has_gs, ROW_T gs) {
@@ -113,7 +139,12 @@ ROW_ATTR static void ROW_FN(row)(ampc_op op, int64_t n, ROW_T *p, ROW_T *g, ROW_
     case AMPC_OP_FUSED_ADAM: ROW_FN(adam_row)(n, p, g, s0, s1, s2, &c->adam, gs, has_gs); break;
     case AMPC_OP_FUSED_ADADELTA: ROW_FN(adadelta_row)(n, p, g, s0, s1, &c->adadelta, gs, has_gs); break;
     case AMPC_OP_FUSED_RMSPROP: ROW_FN(rmsprop_row)(n, p, g, s0, s1, s2, &c->rmsprop, gs, has_gs); break;
-    default: ROW_FN(adagrad_row)(n, p, g, s0, &c->adagrad, gs, has_gs); break;
+    case AMPC_OP_FUSED_ADAGRAD: ROW_FN(adagrad_row)(n, p, g, s0, &c->adagrad, gs, has_gs); break;
+    case AMPC_OP_FUSED_NADAM: ROW_FN(nadam_row)(n, p, g, s0, s1, &c->nadam, gs, has_gs); break;
+    case AMPC_OP_FUSED_RADAM: ROW_FN(radam_row)(n, p, g, s0, s1, &c->radam, gs, has_gs); break;
+    case AMPC_OP_FUSED_ADAMAX: ROW_FN(adamax_row)(n, p, g, s0, s1, &c->adamax, gs, has_gs); break;
+    case AMPC_OP_FUSED_ASGD: ROW_FN(asgd_row)(n, p, g, s0, &c->asgd, gs, has_gs); break;
+    default: ROW_FN(rprop_row)(n, p, g, s0, s1, &c->rprop, gs, has_gs); break;
     }
 }
 

@@ -1,5 +1,5 @@
 /* cuda_optim.cu: the fused optimizer steps on CUDA (FUSED_* rows of ops.def): SGD, Adam/AdamW,
- * Adadelta, RMSprop, Adagrad. The per-element rules and per-parameter coefficients are those of
+ * Adadelta, RMSprop, Adagrad, NAdam, RAdam, Adamax, ASGD, Rprop. The per-element rules and per-parameter coefficients are those of
  * core/optim_math.h, which the CPU kernel (cpu/cpu_optim.c) runs too: one formula, two devices.
  *
  * One call is one launch per tensor table (cuda_multi_tensor.cuh: ~470 parameters per launch)
@@ -48,12 +48,18 @@ namespace {
 typedef ampc_mt_meta<AMPC_OPTIM_SLOTS, ampc_mt_capacity<AMPC_OPTIM_SLOTS>::value> optim_meta;
 
 /* ---------------------------------------------------------------- the rules, per op
- * coeffs(o, has_step, before): the parameter's coefficients from its counter before this step
- * (cpu_optim.c's prepare); apply: one element, in float or double. */
+ * make(o, has_step, before, q1, q2): the parameter's coefficients from its counter and its scalar
+ * states (ampc_optim_scalar_state; q1, q2 for state slots 1 and 2, 0 when not scalars) before
+ * this step (cpu_optim.c's prepare); apply: one element, in float or double; advance(o, after,
+ * q1, q2): the scalar states after the step (the rules without any inherit no_scalars). */
 
-struct sgd_rule {
+struct no_scalars {
+    static __device__ __forceinline__ void advance(const void *, double, float *, float *) {}
+};
+
+struct sgd_rule : no_scalars {
     AMPC_RULE_TYPES(sgd, FUSED_SGD)
-    static __device__ __forceinline__ coeffs make(const options &o, bool, float before) {
+    static __device__ __forceinline__ coeffs make(const options &o, bool, float before, float, float) {
         return ampc_sgd_coeffs_for(&o, (double)before); /* momentum updates taken before this one */
     }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *, V *, const coeffs &c);
@@ -65,37 +71,91 @@ __device__ __forceinline__ double step_after(bool has_step, float before) {
     return has_step ? (double)(before + 1.0f) : 1.0;
 }
 
-struct adam_rule {
+struct adam_rule : no_scalars {
     AMPC_RULE_TYPES(adam, FUSED_ADAM)
-    static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before) {
+    static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before, float, float) {
         return ampc_adam_coeffs_for(&o, step_after(has_step, before));
     }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *s2, const coeffs &c);
 };
 AMPC_RULE_APPLY(adam_rule, ampc_adam_update, (p, g, s0, s1, s2, &c))
 
-struct adadelta_rule {
+struct adadelta_rule : no_scalars {
     AMPC_RULE_TYPES(adadelta, FUSED_ADADELTA)
-    static __device__ __forceinline__ coeffs make(const options &o, bool, float) { return ampc_adadelta_coeffs_for(&o); }
+    static __device__ __forceinline__ coeffs make(const options &o, bool, float, float, float) { return ampc_adadelta_coeffs_for(&o); }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *, const coeffs &c);
 };
 AMPC_RULE_APPLY(adadelta_rule, ampc_adadelta_update, (p, g, s0, s1, &c))
 
-struct rmsprop_rule {
+struct rmsprop_rule : no_scalars {
     AMPC_RULE_TYPES(rmsprop, FUSED_RMSPROP)
-    static __device__ __forceinline__ coeffs make(const options &o, bool, float) { return ampc_rmsprop_coeffs_for(&o); }
+    static __device__ __forceinline__ coeffs make(const options &o, bool, float, float, float) { return ampc_rmsprop_coeffs_for(&o); }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *s2, const coeffs &c);
 };
 AMPC_RULE_APPLY(rmsprop_rule, ampc_rmsprop_update, (p, g, s0, s1, s2, &c))
 
-struct adagrad_rule {
+struct adagrad_rule : no_scalars {
     AMPC_RULE_TYPES(adagrad, FUSED_ADAGRAD)
-    static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before) {
+    static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before, float, float) {
         return ampc_adagrad_coeffs_for(&o, step_after(has_step, before));
     }
     template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *, V *, const coeffs &c);
 };
 AMPC_RULE_APPLY(adagrad_rule, ampc_adagrad_update, (p, g, s0, &c))
+
+struct nadam_rule {
+    AMPC_RULE_TYPES(nadam, FUSED_NADAM)
+    static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before, float,
+                                                  float mu_product) {
+        double after = step_after(has_step, before);
+        return ampc_nadam_coeffs_for(&o, after, ampc_nadam_mu_product_after(&o, mu_product, after));
+    }
+    static __device__ __forceinline__ void advance(const options *o, double after, float *, float *mu_product) {
+        *mu_product = ampc_nadam_mu_product_after(o, *mu_product, after);
+    }
+    template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *, const coeffs &c);
+};
+AMPC_RULE_APPLY(nadam_rule, ampc_nadam_update, (p, g, s0, s1, &c))
+
+struct radam_rule : no_scalars {
+    AMPC_RULE_TYPES(radam, FUSED_RADAM)
+    static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before, float, float) {
+        return ampc_radam_coeffs_for(&o, step_after(has_step, before));
+    }
+    template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *, const coeffs &c);
+};
+AMPC_RULE_APPLY(radam_rule, ampc_radam_update, (p, g, s0, s1, &c))
+
+struct adamax_rule : no_scalars {
+    AMPC_RULE_TYPES(adamax, FUSED_ADAMAX)
+    static __device__ __forceinline__ coeffs make(const options &o, bool has_step, float before, float, float) {
+        return ampc_adamax_coeffs_for(&o, step_after(has_step, before));
+    }
+    template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *, const coeffs &c);
+};
+AMPC_RULE_APPLY(adamax_rule, ampc_adamax_update, (p, g, s0, s1, &c))
+
+struct asgd_rule {
+    AMPC_RULE_TYPES(asgd, FUSED_ASGD)
+    static __device__ __forceinline__ coeffs make(const options &o, bool, float, float eta, float mu) {
+        return ampc_asgd_coeffs_for(&o, eta, mu);
+    }
+    static __device__ __forceinline__ void advance(const options *o, double after, float *eta, float *mu) {
+        *eta = ampc_asgd_eta_after(o, after);
+        *mu = ampc_asgd_mu_after(o, after);
+    }
+    template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *, V *, const coeffs &c);
+};
+AMPC_RULE_APPLY(asgd_rule, ampc_asgd_update, (p, g, s0, &c))
+
+struct rprop_rule : no_scalars {
+    AMPC_RULE_TYPES(rprop, FUSED_RPROP)
+    static __device__ __forceinline__ coeffs make(const options &o, bool, float, float, float) {
+        return ampc_rprop_coeffs_for(&o);
+    }
+    template <typename V> static __device__ __forceinline__ void apply(V *p, V g, V *s0, V *s1, V *, const coeffs &c);
+};
+AMPC_RULE_APPLY(rprop_rule, ampc_rprop_update, (p, g, s0, s1, &c))
 
 /* ---------------------------------------------------------------- the kernels */
 
@@ -118,12 +178,15 @@ __global__ void __launch_bounds__(AMPC_MT_THREADS)
     P *param = slot_at<P>(m, AMPC_OPTIM_SLOT_PARAM, c);
     P *grad = slot_at<P>(m, AMPC_OPTIM_SLOT_GRAD, c);
     float *master = MASTER ? slot_at<float>(m, AMPC_OPTIM_SLOT_MASTER, c) : nullptr;
+    const bool q1 = ampc_optim_scalar_state(Rule::op, 1), q2 = ampc_optim_scalar_state(Rule::op, 2);
     S *s0 = slot_at<S>(m, AMPC_OPTIM_SLOT_STATE0, c);
-    S *s1 = slot_at<S>(m, AMPC_OPTIM_SLOT_STATE1, c);
-    S *s2 = slot_at<S>(m, AMPC_OPTIM_SLOT_STATE2, c);
+    S *s1 = q1 ? nullptr : slot_at<S>(m, AMPC_OPTIM_SLOT_STATE1, c);
+    S *s2 = q2 ? nullptr : slot_at<S>(m, AMPC_OPTIM_SLOT_STATE2, c);
     const float *step = (const float *)m.ptr[AMPC_OPTIM_SLOT_STEP][c.t];
+    const float v1 = q1 ? *(const float *)m.ptr[AMPC_OPTIM_SLOT_STATE1][c.t] : 0.0f;
+    const float v2 = q2 ? *(const float *)m.ptr[AMPC_OPTIM_SLOT_STATE2][c.t] : 0.0f;
     const typename Rule::options o = opts;
-    const typename Rule::coeffs k = Rule::make(o, step != nullptr, step ? *step : 0.0f);
+    const typename Rule::coeffs k = Rule::make(o, step != nullptr, step ? *step : 0.0f, v1, v2);
     const bool has_gs = grad_scale != nullptr;
     const V gs = has_gs ? (V)*grad_scale : (V)1;
     const bool vec = ampc_mt_aligned<kW>(param) && ampc_mt_aligned<kW>(grad) && ampc_mt_aligned<kW>(master) &&
@@ -152,17 +215,25 @@ __global__ void __launch_bounds__(AMPC_MT_THREADS)
 }
 
 /* The step counters of one call, advanced after its update kernels (step_t += 1 in float32, as
- * PyTorch's step tensor), unless the step was skipped. */
-#define STEP_CAP ((int)((AMPC_MT_META_BYTES - sizeof(int32_t)) / sizeof(float *)))
+ * PyTorch's step tensor), with the scalar states that follow them (q1, q2: NULL or state slots 1
+ * and 2), unless the step was skipped. */
+#define STEP_CAP ((int)((AMPC_MT_META_BYTES - sizeof(int32_t)) / (3 * sizeof(float *))))
 struct step_list {
     float *step[STEP_CAP];
+    float *q1[STEP_CAP];
+    float *q2[STEP_CAP];
     int32_t n;
 };
 
-__global__ void advance_steps_kernel(const __grid_constant__ step_list l, const float *found_inf) {
+template <typename Rule>
+__global__ void advance_steps_kernel(const __grid_constant__ step_list l, const typename Rule::options opts,
+                                     const float *found_inf) {
     if (found_inf && *found_inf != 0.0f) return;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < l.n) *l.step[i] = *l.step[i] + 1.0f;
+    if (i >= l.n) return;
+    float after = *l.step[i] + 1.0f;
+    *l.step[i] = after;
+    if (l.q1[i] || l.q2[i]) Rule::advance(&opts, (double)after, l.q1[i], l.q2[i]);
 }
 
 /* ---------------------------------------------------------------- host side */
@@ -186,15 +257,23 @@ ampc_status launch_updates(const ampc_fused_optim_args *a, int n_params, cudaStr
         });
 }
 
+template <typename Rule>
 ampc_status advance_steps(const ampc_fused_optim_args *a, int n_params, cudaStream_t stream, const float *found_inf) {
     static_assert(sizeof(step_list) <= AMPC_MT_META_BYTES, "step list exceeds the parameter budget");
     step_list &l = *new (ampc_mt_table_buffer()) step_list; /* free again: the updates are launched */
     l.n = 0;
     for (int i = 0; i <= n_params; i++) {
         ampc_tensor *s = i < n_params ? a->slots[(size_t)i * AMPC_OPTIM_SLOTS + AMPC_OPTIM_SLOT_STEP] : NULL;
-        if (s) l.step[l.n++] = (float *)ampc_data_ptr(s);
+        if (s) {
+            ampc_tensor *const *slots = a->slots + (size_t)i * AMPC_OPTIM_SLOTS;
+            ampc_tensor *t1 = ampc_optim_scalar_state(Rule::op, 1) ? slots[AMPC_OPTIM_SLOT_STATE1] : NULL;
+            ampc_tensor *t2 = ampc_optim_scalar_state(Rule::op, 2) ? slots[AMPC_OPTIM_SLOT_STATE2] : NULL;
+            l.q1[l.n] = t1 ? (float *)ampc_data_ptr(t1) : nullptr;
+            l.q2[l.n] = t2 ? (float *)ampc_data_ptr(t2) : nullptr;
+            l.step[l.n++] = (float *)ampc_data_ptr(s);
+        }
         if (l.n > 0 && (l.n == STEP_CAP || i == n_params)) {
-            advance_steps_kernel<<<(l.n + 255) / 256, 256, 0, stream>>>(l, found_inf);
+            advance_steps_kernel<Rule><<<(l.n + 255) / 256, 256, 0, stream>>>(l, *Rule::of(a), found_inf);
             AMPC_CUDA_CHECK_LAUNCH();
             l.n = 0;
         }
@@ -233,7 +312,7 @@ template <typename Rule> ampc_status cuda_fused_step(ampc_op op, const ampc_fuse
                               ampc_dtype_name(p0->dtype));
     }
     AMPC_TRY(st);
-    return advance_steps(a, n, stream, fi);
+    return advance_steps<Rule>(a, n, stream, fi);
 }
 
 /* cuda_fused_step with the rule of op, the first of Rules whose op it is. */
@@ -245,7 +324,8 @@ template <typename... Rules> ampc_status fused_step_by_op(ampc_op op, const ampc
 
 /* The fused_optim schema's one kernel: each optimizer's update rule is a template argument. */
 ampc_status cuda_fused_optim(ampc_op op, const ampc_fused_optim_args *a) {
-    return fused_step_by_op<sgd_rule, adam_rule, adadelta_rule, rmsprop_rule, adagrad_rule>(op, a);
+    return fused_step_by_op<sgd_rule, adam_rule, adadelta_rule, rmsprop_rule, adagrad_rule, nadam_rule, radam_rule,
+                            adamax_rule, asgd_rule, rprop_rule>(op, a);
 }
 
 } // namespace

@@ -9,6 +9,17 @@
  *                   eps, weight_decay, momentum, centered, maximize, masters=None, ...)
  *   _fused_adagrad_(params, grads, sums, steps, *, lr, lr_decay, weight_decay, eps, maximize,
  *                   masters=None, ...)
+ *   _fused_nadam_(params, grads, exp_avgs, exp_avg_sqs, mu_products, steps, *, lr, beta1, beta2, eps,
+ *                 weight_decay, momentum_decay, maximize, decoupled_weight_decay, masters=None, ...)
+ *   _fused_radam_(params, grads, exp_avgs, exp_avg_sqs, steps, *, lr, beta1, beta2, eps, weight_decay,
+ *                 maximize, decoupled_weight_decay, masters=None, ...)
+ *   _fused_adamax_(params, grads, exp_avgs, exp_infs, steps, *, lr, beta1, beta2, eps, weight_decay,
+ *                  maximize, masters=None, ...)
+ *   _fused_asgd_(params, grads, axs, etas, mus, steps, *, lr, lambd, alpha, t0, weight_decay, maximize,
+ *                masters=None, ...)
+ *   _fused_rprop_(params, grads, prevs, step_sizes, steps, *, etaminus, etaplus, step_size_min,
+ *                 step_size_max, maximize, masters=None, ...)
+ * (mu_products, etas, mus: 0-dim float32 per parameter, like steps.)
  * Hyperparameters are keyword-only, with PyTorch's defaults.
  * Lists are sequences of Tensors as long as params, or None where the op does not use them.
  * Also the host-read counter of core/tensor.h: _host_read_count(). */
@@ -184,6 +195,86 @@ static PyObject *py_fused_adagrad(PyObject *self, PyObject *args, PyObject *kw) 
     return fused_step("_fused_adagrad_", params, grads, &sums, 1, steps, masters, gs, fi, run_adagrad, &o);
 }
 
+static ampc_status run_nadam(const ampc_optim_tensors *t, const void *o) { return ampc_fused_nadam_(t, o); }
+static ampc_status run_radam(const ampc_optim_tensors *t, const void *o) { return ampc_fused_radam_(t, o); }
+static ampc_status run_adamax(const ampc_optim_tensors *t, const void *o) { return ampc_fused_adamax_(t, o); }
+static ampc_status run_asgd(const ampc_optim_tensors *t, const void *o) { return ampc_fused_asgd_(t, o); }
+static ampc_status run_rprop(const ampc_optim_tensors *t, const void *o) { return ampc_fused_rprop_(t, o); }
+
+static PyObject *py_fused_nadam(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"params", "grads", "exp_avgs", "exp_avg_sqs", "mu_products", "steps", "lr", "beta1",
+                             "beta2", "eps", "weight_decay", "momentum_decay", "maximize", "decoupled_weight_decay",
+                             "masters", "grad_scale", "found_inf", NULL};
+    PyObject *params, *grads, *states[3], *steps, *masters = Py_None, *gs = Py_None, *fi = Py_None;
+    ampc_nadam_options o = {.lr = 2e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .momentum_decay = 4e-3};
+    int maximize = 0, decoupled = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOO|$ddddddppOOO:_fused_nadam_", kwlist, &params, &grads,
+                                     &states[0], &states[1], &states[2], &steps, &o.lr, &o.beta1, &o.beta2, &o.eps,
+                                     &o.weight_decay, &o.momentum_decay, &maximize, &decoupled, &masters, &gs, &fi))
+        return NULL;
+    o.maximize = maximize;
+    o.decoupled_weight_decay = decoupled;
+    return fused_step("_fused_nadam_", params, grads, states, 3, steps, masters, gs, fi, run_nadam, &o);
+}
+
+static PyObject *py_fused_radam(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"params", "grads", "exp_avgs", "exp_avg_sqs", "steps", "lr", "beta1", "beta2", "eps",
+                             "weight_decay", "maximize", "decoupled_weight_decay", "masters", "grad_scale",
+                             "found_inf", NULL};
+    PyObject *params, *grads, *states[2], *steps, *masters = Py_None, *gs = Py_None, *fi = Py_None;
+    ampc_radam_options o = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+    int maximize = 0, decoupled = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO|$dddddppOOO:_fused_radam_", kwlist, &params, &grads, &states[0],
+                                     &states[1], &steps, &o.lr, &o.beta1, &o.beta2, &o.eps, &o.weight_decay,
+                                     &maximize, &decoupled, &masters, &gs, &fi))
+        return NULL;
+    o.maximize = maximize;
+    o.decoupled_weight_decay = decoupled;
+    return fused_step("_fused_radam_", params, grads, states, 2, steps, masters, gs, fi, run_radam, &o);
+}
+
+static PyObject *py_fused_adamax(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"params", "grads", "exp_avgs", "exp_infs", "steps", "lr", "beta1", "beta2", "eps",
+                             "weight_decay", "maximize", "masters", "grad_scale", "found_inf", NULL};
+    PyObject *params, *grads, *states[2], *steps, *masters = Py_None, *gs = Py_None, *fi = Py_None;
+    ampc_adamax_options o = {.lr = 2e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+    int maximize = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO|$dddddpOOO:_fused_adamax_", kwlist, &params, &grads, &states[0],
+                                     &states[1], &steps, &o.lr, &o.beta1, &o.beta2, &o.eps, &o.weight_decay,
+                                     &maximize, &masters, &gs, &fi))
+        return NULL;
+    o.maximize = maximize;
+    return fused_step("_fused_adamax_", params, grads, states, 2, steps, masters, gs, fi, run_adamax, &o);
+}
+
+static PyObject *py_fused_asgd(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"params", "grads", "axs", "etas", "mus", "steps", "lr", "lambd", "alpha", "t0",
+                             "weight_decay", "maximize", "masters", "grad_scale", "found_inf", NULL};
+    PyObject *params, *grads, *states[3], *steps, *masters = Py_None, *gs = Py_None, *fi = Py_None;
+    ampc_asgd_options o = {.lr = 1e-2, .lambd = 1e-4, .alpha = 0.75, .t0 = 1e6};
+    int maximize = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOO|$dddddpOOO:_fused_asgd_", kwlist, &params, &grads, &states[0],
+                                     &states[1], &states[2], &steps, &o.lr, &o.lambd, &o.alpha, &o.t0,
+                                     &o.weight_decay, &maximize, &masters, &gs, &fi))
+        return NULL;
+    o.maximize = maximize;
+    return fused_step("_fused_asgd_", params, grads, states, 3, steps, masters, gs, fi, run_asgd, &o);
+}
+
+static PyObject *py_fused_rprop(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"params", "grads", "prevs", "step_sizes", "steps", "etaminus", "etaplus",
+                             "step_size_min", "step_size_max", "maximize", "masters", "grad_scale", "found_inf", NULL};
+    PyObject *params, *grads, *states[2], *steps, *masters = Py_None, *gs = Py_None, *fi = Py_None;
+    ampc_rprop_options o = {.etaminus = 0.5, .etaplus = 1.2, .step_size_min = 1e-6, .step_size_max = 50};
+    int maximize = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO|$ddddpOOO:_fused_rprop_", kwlist, &params, &grads, &states[0],
+                                     &states[1], &steps, &o.etaminus, &o.etaplus, &o.step_size_min,
+                                     &o.step_size_max, &maximize, &masters, &gs, &fi))
+        return NULL;
+    o.maximize = maximize;
+    return fused_step("_fused_rprop_", params, grads, states, 2, steps, masters, gs, fi, run_rprop, &o);
+}
+
 static PyObject *py_host_read_count(PyObject *self, PyObject *unused) {
     return PyLong_FromLongLong(ampc_host_read_count());
 }
@@ -196,6 +287,11 @@ PyMethodDef ampc_py_module_methods_optim[] = {
     KW_METHOD("_fused_adadelta_", py_fused_adadelta, "One Adadelta step over a list of params, in place."),
     KW_METHOD("_fused_rmsprop_", py_fused_rmsprop, "One RMSprop step over a list of params, in place."),
     KW_METHOD("_fused_adagrad_", py_fused_adagrad, "One Adagrad step over a list of params, in place."),
+    KW_METHOD("_fused_nadam_", py_fused_nadam, "One NAdam step over a list of params, in place."),
+    KW_METHOD("_fused_radam_", py_fused_radam, "One RAdam step over a list of params, in place."),
+    KW_METHOD("_fused_adamax_", py_fused_adamax, "One Adamax step over a list of params, in place."),
+    KW_METHOD("_fused_asgd_", py_fused_asgd, "One ASGD step over a list of params, in place."),
+    KW_METHOD("_fused_rprop_", py_fused_rprop, "One Rprop step over a list of params, in place."),
     {"_host_read_count", py_host_read_count, METH_NOARGS,
      "How many tensor values were read back to the host so far (item(), tolist(), ...): a test hook."},
     {NULL, NULL, 0, NULL},

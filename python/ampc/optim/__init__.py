@@ -1,18 +1,27 @@
 """ampc.optim: PyTorch's optimizers (torch.optim) over ampc tensors.
 
-SGD, Adam, AdamW, Adadelta, RMSprop and Adagrad keep PyTorch's constructor arguments, param groups,
-state layout and state_dict format; their math is one fused C call per (device, dtype) group per
-step (csrc/core/optim.h), which skips on the device when the GradScaler found inf/NaN grads, so
-`scaler.step(opt)` + `scaler.update()` read nothing back from the device. lr_scheduler holds the
-learning-rate schedules.
+SGD, Adam, AdamW, Adadelta, RMSprop, Adagrad, NAdam, RAdam, Adamax, ASGD and Rprop keep PyTorch's
+constructor arguments, param groups, state layout and state_dict format; their math is one fused C
+call per (device, dtype) group per step (csrc/core/optim.h), which skips on the device when the
+GradScaler found inf/NaN grads, so `scaler.step(opt)` + `scaler.update()` read nothing back from the
+device. LBFGS composes tensor ops over the flat parameter vector, as PyTorch's does. lr_scheduler
+holds the learning-rate schedules, swa_utils the weight averaging.
 """
 from . import lr_scheduler
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
+from .adamax import Adamax
 from .adamw import AdamW
+from .asgd import ASGD
+from .lbfgs import LBFGS
+from .nadam import NAdam
 from .optimizer import Optimizer
+from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
+from . import swa_utils
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adadelta", "RMSprop", "Adagrad", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adadelta", "RMSprop", "Adagrad", "NAdam", "RAdam", "Adamax", "ASGD",
+           "Rprop", "LBFGS", "lr_scheduler", "swa_utils"]

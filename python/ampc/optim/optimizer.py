@@ -61,6 +61,23 @@ def _check_nonnegative(*named):
             raise ValueError(f"Invalid {label} value: {value}")
 
 
+def _check_adam_args(lr, betas, eps, weight_decay):
+    """The checks NAdam, RAdam and Adamax share with Adam, PyTorch's messages in PyTorch's order."""
+    _check_lr(lr)
+    _check_nonnegative(("epsilon", eps))
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    _check_nonnegative(("weight_decay", weight_decay))
+
+
+# State entries that are per-parameter 0-dim float32 scalars on the parameter's device (step
+# counters, NAdam's mu_product, ASGD's eta and mu): loaded state is cast to that, never to the
+# parameter's dtype.
+_SCALAR_STATE_KEYS = frozenset({"step", "mu_product", "eta", "mu"})
+
+
 def _check_not_differentiable(differentiable):
     if differentiable:
         raise NotImplementedError("ampc optimizers do not support differentiable=True")
@@ -229,7 +246,7 @@ class Optimizer:
         parameter's device (ampc keeps them there), master weights and the state of a
         master-weight group stay fp32, everything else takes the parameter's dtype and device
         (PyTorch's _process_value_according_to_param_policy)."""
-        if key == "step":
+        if key in _SCALAR_STATE_KEYS:
             if not isinstance(value, _C.Tensor):
                 return _C.full((), float(value), dtype=_C.float32, device=param.device)
             return value.to(dtype=_C.float32, device=param.device).reshape(())
@@ -265,7 +282,7 @@ class Optimizer:
                 group_of[pid] = g
 
         def _cast(param, value, group, key=None):
-            if isinstance(value, _C.Tensor) or key == "step":
+            if isinstance(value, _C.Tensor) or key in _SCALAR_STATE_KEYS:
                 return self._cast_state_value(param, key, value, group)
             if isinstance(value, dict):
                 return {k: _cast(param, v, group, key=k) for k, v in value.items()}

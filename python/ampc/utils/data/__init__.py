@@ -2,17 +2,21 @@
 
 `from ampc.utils.data import DataLoader, TensorDataset` replaces torch's import unchanged.
 Batches of a TensorDataset (or a Subset of one) are gathered with one indexing call per tensor
-instead of stacking samples in Python; see dataloader.py."""
+instead of stacking samples in Python; see dataloader.py. num_workers > 0 runs worker processes
+(_worker.py)."""
+from ._worker import get_worker_info  # noqa: F401
 from .dataloader import DataLoader, default_collate, default_convert  # noqa: F401
 from .dataset import (  # noqa: F401
-    ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split,
+    ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset, random_split,
 )
 from .sampler import (  # noqa: F401
-    BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
+    BatchSampler, DistributedSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
+    WeightedRandomSampler,
 )
 
 __all__ = [
-    "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset", "RandomSampler",
-    "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset",
-    "default_collate", "default_convert", "random_split",
+    "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
+    "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
+    "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "default_collate", "default_convert",
+    "get_worker_info", "random_split",
 ]

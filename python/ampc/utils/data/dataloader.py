@@ -8,14 +8,14 @@ Two paths produce a batch:
   It yields exactly what the per-sample path would: a list [x_batch, y_batch, ...].
 - the per-sample path for everything else: dataset[i] for each index, then collate_fn.
 
-num_workers > 0 is accepted and runs in this process (ampc has no worker processes; the batches
-and their order are the same as torch's with workers). pin_memory=True copies each batch's CPU
+num_workers > 0 loads batches in worker processes (_worker.py: worker_init_fn, get_worker_info,
+persistent_workers, prefetch_factor, multiprocessing_context, timeout), each batch made by the
+per-sample path in a worker. pin_memory=True copies each batch's CPU
 tensors into pinned host memory (Tensor.pin_memory()), so `.cuda(non_blocking=True)` on them is
 an asynchronous transfer; without a GPU there is no pinned memory and batches are left as they are.
 """
 import collections.abc
 import re
-import warnings
 
 import numpy as np
 
@@ -127,8 +127,6 @@ def pin_memory(data):
 class DataLoader:
     """Iterates over a dataset in batches. Arguments as torch's DataLoader."""
 
-    _warned_workers = False  # the in-process note for num_workers > 0 is given once per process
-
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
@@ -142,10 +140,11 @@ class DataLoader:
                              "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
-        if num_workers > 0 and not DataLoader._warned_workers:
-            DataLoader._warned_workers = True
-            warnings.warn(f"DataLoader(num_workers={num_workers}): ampc loads batches in the main process; "
-                          "the batches and their order are the same as with workers", stacklevel=2)
+        if multiprocessing_context is not None and num_workers == 0:
+            raise ValueError("multiprocessing_context can only be used with multi-process loading (num_workers > 0), "
+                             f"but got num_workers={num_workers}")
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
         self.dataset = dataset
         self.num_workers = num_workers
         self.pin_memory = pin_memory
@@ -153,7 +152,10 @@ class DataLoader:
         self.worker_init_fn = worker_init_fn
         self.prefetch_factor = prefetch_factor
         self.persistent_workers = persistent_workers
+        self.multiprocessing_context = multiprocessing_context
+        self.pin_memory_device = pin_memory_device
         self.generator = generator
+        self._iterator = None  # the worker iterator kept by persistent_workers
         self._iterable = isinstance(dataset, IterableDataset)
 
         if self._iterable:
@@ -198,8 +200,16 @@ class DataLoader:
         return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
 
     def __iter__(self):
-        if self.num_workers > 0 and self.worker_init_fn is not None:
-            self.worker_init_fn(0)  # the single in-process "worker"
+        if self.num_workers > 0:
+            from ._worker import _MultiProcessIter
+
+            if not self.persistent_workers:
+                return _MultiProcessIter(self)
+            if self._iterator is None:
+                self._iterator = _MultiProcessIter(self)
+            else:
+                self._iterator._reset()
+            return self._iterator
         if self._iterable:
             batches = self._iter_stream()
         else:

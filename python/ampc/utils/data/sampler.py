@@ -10,6 +10,8 @@ Randomness: with generator=None the draw comes from ampc's global generator (so
 ampc.manual_seed(s) makes shuffling reproducible); with an ampc.Generator it comes from that
 generator's own Philox stream and leaves the global one untouched. (torch instead seeds a fresh
 generator from the global one; the reproducibility guarantee is the same, the orders differ.)"""
+import math
+
 from ... import _C
 
 _CHUNK = 1 << 16  # indices drawn per randint/slice: large enough to amortise the call, small in memory
@@ -132,3 +134,97 @@ class BatchSampler(Sampler):
         if self.drop_last:
             return len(self.sampler) // self.batch_size
         return (len(self.sampler) + self.batch_size - 1) // self.batch_size
+
+
+class WeightedRandomSampler(Sampler):
+    """num_samples indices drawn with probabilities proportional to `weights` (torch.multinomial)."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        weights_tensor = _C.as_tensor(weights, dtype=_C.float64)
+        if len(weights_tensor.shape) != 1:
+            raise ValueError("weights should be a 1d sequence but given "
+                             f"weights have shape {tuple(weights_tensor.shape)}")
+        self.weights = weights_tensor
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self):
+        rand_tensor = _draw(_C.multinomial, self.weights, self.num_samples, self.replacement, generator=self.generator)
+        yield from iter(rand_tensor.tolist())
+
+    def __len__(self):
+        return self.num_samples
+
+
+class DistributedSampler(Sampler):
+    """The share of rank `rank` among num_replicas processes of one epoch's order (shuffled from
+    seed + epoch, padded or dropped to an even split), as torch.utils.data.DistributedSampler."""
+
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
+        if num_replicas is None or rank is None:
+            dist = _distributed()
+            if num_replicas is None:
+                num_replicas = dist.get_world_size()
+            if rank is None:
+                rank = dist.get_rank()
+        if rank >= num_replicas or rank < 0:
+            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+        self.dataset = dataset
+        self.num_replicas = num_replicas
+        self.rank = rank
+        self.epoch = 0
+        self.drop_last = drop_last
+        if self.drop_last and len(self.dataset) % self.num_replicas != 0:
+            self.num_samples = math.ceil((len(self.dataset) - self.num_replicas) / self.num_replicas)
+        else:
+            self.num_samples = math.ceil(len(self.dataset) / self.num_replicas)
+        self.total_size = self.num_samples * self.num_replicas
+        self.shuffle = shuffle
+        self.seed = seed
+
+    def __iter__(self):
+        if self.shuffle:
+            from ...random import Generator
+
+            g = Generator()
+            g.manual_seed(self.seed + self.epoch)
+            indices = _C.randperm(len(self.dataset), generator=g).tolist()
+        else:
+            indices = list(range(len(self.dataset)))
+        if not self.drop_last:
+            padding_size = self.total_size - len(indices)
+            if padding_size <= len(indices):
+                indices += indices[:padding_size]
+            else:
+                indices += (indices * math.ceil(padding_size / len(indices)))[:padding_size]
+        else:
+            indices = indices[: self.total_size]
+        if len(indices) != self.total_size:
+            raise AssertionError(f"Number of indices ({len(indices)}) does not match total_size ({self.total_size})")
+        indices = indices[self.rank: self.total_size: self.num_replicas]
+        if len(indices) != self.num_samples:
+            raise AssertionError(f"Number of subsampled indices ({len(indices)}) does not match num_samples "
+                                 f"({self.num_samples})")
+        return iter(indices)
+
+    def __len__(self):
+        return self.num_samples
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+
+def _distributed():
+    """ampc.distributed when this build has it initialised; torch's error otherwise."""
+    try:
+        from ... import distributed as dist
+    except ImportError:
+        dist = None
+    if dist is None or not getattr(dist, "is_available", lambda: False)():
+        raise RuntimeError("Requires distributed package to be available")
+    return dist

@@ -1,4 +1,4 @@
-"""A short AMP training loop for compute-sanitizer (tools/gpu-check.sh): a small CNN and a
+"""A short AMP training loop for compute-sanitizer (tools/gpu-first.sh): a small CNN and a
 transformer layer, fp16 autocast + GradScaler + AdamW, a few steps on `--device` (cuda; cpu for
 the dry run), then the loss is checked to be finite and falling. Small on purpose: memcheck
 slows kernels down 10-100x."""

@@ -22,5 +22,6 @@ void ampc_cpu_register_multi_tensor(void); /* cpu_multi_tensor.c: MULTI_TENSOR (
 void ampc_cpu_register_optim(void);        /* cpu_optim.c: OPTIM (fused optimizer steps) */
 void ampc_cpu_register_sort(void);         /* cpu_sort.c: SORT (sorting and selection), and: */
 void ampc_cpu_register_sort_search(void);  /* cpu_sort_search.c: searchsorted, unique runs, histograms */
+void ampc_cpu_register_nn_attn(void);      /* cpu_nn_attn.c: SDPA_FLASH (+ backward), issue 13 attn */
 
 #endif

@@ -17,4 +17,5 @@ void ampc_cpu_register(void) {
     ampc_cpu_register_multi_tensor();
     ampc_cpu_register_optim();
     ampc_cpu_register_sort();
+    ampc_cpu_register_nn_attn();
 }

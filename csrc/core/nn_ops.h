@@ -159,12 +159,13 @@ ampc_status ampc_pointwise_loss_backward(ampc_op op, const ampc_tensor *grad_los
                                          const ampc_tensor *pos_weight, ampc_reduction reduction, double beta,
                                          const bool need[2], ampc_tensor **grad_input, ampc_tensor **grad_target);
 
-/* ---- attention (nn_misc.c) ---- */
+/* ---- attention (nn_attn.c) ---- */
 /* query (*, L, E), key (*, S, E), value (*, S, Ev) -> (*, L, Ev); attn_mask NULL, bool (True
- * takes part) or floating (added), broadcastable to (*, L, S); scale NaN: 1/sqrt(E). */
+ * takes part) or floating (added), broadcastable to (*, L, S); scale NaN: 1/sqrt(E); enable_gqa:
+ * key and value may have fewer heads (dim -3) than query, a divisor of its. */
 ampc_tensor *ampc_scaled_dot_product_attention(const ampc_tensor *query, const ampc_tensor *key,
                                                const ampc_tensor *value, const ampc_tensor *attn_mask,
-                                               double dropout_p, bool is_causal, double scale);
+                                               double dropout_p, bool is_causal, double scale, bool enable_gqa);
 
 #ifdef __cplusplus
 }

@@ -108,7 +108,7 @@ void ampc_cpu_register_nn_pool(void);    /* cpu_nn_pool.c: MAX/AVG/ADAPTIVE_AVG_
 void ampc_cpu_register_nn_norm(void);    /* cpu_nn_norm.c: BATCH_NORM_*, LAYER_NORM*, GROUP_NORM* */
 void ampc_cpu_register_nn_loss(void);    /* cpu_nn_loss.c: MSE, L1, SMOOTH_L1, BCE, BCE_WITH_LOGITS (+ backward) */
 void ampc_cpu_register_nn_misc(void);    /* cpu_nn_misc.c: EMBEDDING*, DROPOUT, MASKED_SCALE */
-void ampc_cpu_register_nn_softmax(void); /* cpu_nn_softmax.c: (LOG_)SOFTMAX*, ATTN_SOFTMAX */
+void ampc_cpu_register_nn_softmax(void); /* cpu_nn_softmax.c: (LOG_)SOFTMAX* */
 void ampc_cpu_register_nn_loss_class(void); /* cpu_nn_loss_class.c: CROSS_ENTROPY*, NLL_LOSS* */
 
 /* Raises a flag shared by the threads of a parallel loop (failures are reported after it). */

@@ -1,5 +1,5 @@
 /* cuda_nn_softmax.cu: the softmax family on CUDA: softmax and log_softmax along any dim and their
- * backward, and the attention softmax (scale, mask, causal). The CPU twins are
+ * backward (attention is cuda_nn_attn.cu's fused kernel). The CPU twins are
  * cpu/cpu_nn_softmax.c; the contracts are the schemas and rows of core/ops.def. cross_entropy and
  * nll_loss are cuda_nn_loss_class.cu's.
  *
@@ -25,19 +25,7 @@
 #define SM_COLUMN_THREADS 256
 #define SM_MIN_COLUMNS 4096 /* fewer (outer, inner) columns than this: a warp per column */
 
-enum { SM_SOFTMAX, SM_LOG_SOFTMAX, SM_ATTN, SM_SOFTMAX_BW, SM_LOG_SOFTMAX_BW };
-
-/* ATTN_SOFTMAX's row transform: v = x * scale, then the mask (bool: False -> -inf; floating:
- * added), then the causal cut (j > i -> -inf), i = row % L. The mask has the scores' shape with
- * any strides (0 where broadcast); its row offset comes from the row index over all dims but
- * the last, as the CPU's row_offset. */
-struct sm_attn {
-    double scale;
-    const void *mask;
-    int mask_dt, mask_bool, causal, row_dims;
-    int64_t row_shape[AMPC_MAX_DIMS], row_strides[AMPC_MAX_DIMS];
-    int64_t last_stride, l;
-};
+enum { SM_SOFTMAX, SM_LOG_SOFTMAX, SM_SOFTMAX_BW, SM_LOG_SOFTMAX_BW };
 
 struct sm_params {
     const void *x; /* forward: the input; backward: grad y */
@@ -46,28 +34,7 @@ struct sm_params {
     int x_dt, y_dt, out_dt, mode;
     int64_t outer, d, inner;
     double scale; /* backward: grad x *= scale */
-    sm_attn attn;
 };
-
-__device__ __forceinline__ int64_t sm_mask_offset(const sm_attn &at, int64_t r) {
-    int64_t off = 0;
-    for (int d = at.row_dims - 1; d >= 0; d--) {
-        off += (r % at.row_shape[d]) * at.row_strides[d];
-        r /= at.row_shape[d];
-    }
-    return off;
-}
-
-template <typename A>
-__device__ __forceinline__ A sm_attn_value(const sm_attn &at, A v, int64_t j, int64_t i, int64_t mask_off) {
-    v *= (A)at.scale;
-    if (at.mask) {
-        A m = ampc_load_dyn<A>(at.mask, at.mask_dt, mask_off + j * at.last_stride);
-        v = at.mask_bool ? (m != (A)0 ? v : nn_neg_inf<A>()) : v + m;
-    }
-    if (at.causal && j > i) v = nn_neg_inf<A>();
-    return v;
-}
 
 /* The value written for input value v of a row with max m, sum of exp s and logs = log(s).
  * (v - m) - logs, as PyTorch's CUDA epilogue, not v - (m + logs): m + logs rounds to the ulp of
@@ -123,14 +90,6 @@ __global__ void __launch_bounds__(SM_WARP_THREADS) softmax_warp_kernel(sm_params
         A v[K];
         int cnt[NC];
         sm_warp_load<TI, A, N, NC>(p.x, p.x_dt, base, d, lane, vec, cnt, v);
-        if (p.mode == SM_ATTN) {
-            int64_t i = row % p.attn.l, moff = p.attn.mask ? sm_mask_offset(p.attn, row) : 0;
-#pragma unroll
-            for (int c = 0; c < NC; c++)
-#pragma unroll
-                for (int k = 0; k < N; k++)
-                    if (k < cnt[c]) v[c * N + k] = sm_attn_value(p.attn, v[c * N + k], ((int64_t)c * 32 + lane) * N + k, i, moff);
-        }
         A m = nn_neg_inf<A>(), s = 0;
 #pragma unroll
         for (int c = 0; c < NC; c++)
@@ -162,17 +121,10 @@ __global__ void __launch_bounds__(NN_MAX_THREADS) softmax_rows_kernel(sm_params 
         int64_t o = row / es, j = row - o * es, base = o * d * es + j;
         int64_t head = es == 1 ? nn_align_head<TI>(p.x, base) : -1;
         bool vo = nn_chunk_aligned<TO, N>(p.out, base, head);
-        bool attn = p.mode == SM_ATTN;
-        int64_t i = attn ? row % p.attn.l : 0, moff = attn && p.attn.mask ? sm_mask_offset(p.attn, row) : 0;
         A m = nn_neg_inf<A>(), s = 0;
         nn_for_chunks<N>(d, head, lane, gsize, [&](int64_t e0, int cnt) {
             A v[N];
             nn_load_chunk<TI, N>(p.x, p.x_dt, base, es, e0, cnt, head >= 0, v);
-            if (attn) {
-#pragma unroll
-                for (int k = 0; k < N; k++)
-                    if (k < cnt) v[k] = sm_attn_value(p.attn, v[k], e0 + k, i, moff);
-            }
             nn_maxsum_add<A, N>(m, s, v, cnt);
         });
         nn_group_maxsum<G>(m, s, smem);
@@ -182,7 +134,7 @@ __global__ void __launch_bounds__(NN_MAX_THREADS) softmax_rows_kernel(sm_params 
             nn_load_chunk<TI, N>(p.x, p.x_dt, base, es, e0, cnt, head >= 0, v);
 #pragma unroll
             for (int k = 0; k < N; k++)
-                if (k < cnt) v[k] = sm_forward_value(p.mode, attn ? sm_attn_value(p.attn, v[k], e0 + k, i, moff) : v[k], m, s, logs);
+                if (k < cnt) v[k] = sm_forward_value(p.mode, v[k], m, s, logs);
             nn_store_chunk<TO, N>(p.out, p.out_dt, base, es, e0, cnt, vo, v);
         });
     }
@@ -354,40 +306,7 @@ static ampc_status cuda_softmax_backward(ampc_op op, const ampc_softmax_backward
                         a->dim, a->scale);
 }
 
-/* ATTN_SOFTMAX (schema attn_softmax): scores (*, L, S) contiguous, mask? (same shape, any
- * strides) -> probabilities (the scores' dtype). */
-static ampc_status cuda_attn_softmax(ampc_op op, const ampc_attn_softmax_args *a) {
-    const ampc_tensor *s = a->scores, *mask = a->mask;
-    ampc_tensor *out = a->probs;
-    if (ampc_numel(out) == 0) return AMPC_OK;
-    if (s->ndim < 2 || out->dtype != s->dtype)
-        return ampc_set_error(AMPC_E_RUNTIME, "attn_softmax: expected scores of at least 2 dims and probabilities of their dtype");
-    ampc_cuda_guard guard(out);
-    sm_params p;
-    memset(&p, 0, sizeof p);
-    p.x = ampc_data_ptr(s), p.x_dt = (int)s->dtype;
-    p.out = ampc_data_ptr(out), p.out_dt = (int)out->dtype;
-    p.mode = SM_ATTN;
-    p.d = s->shape[s->ndim - 1];
-    p.outer = ampc_numel(s) / p.d, p.inner = 1;
-    p.attn.scale = a->scale;
-    p.attn.causal = a->is_causal;
-    p.attn.l = s->shape[s->ndim - 2];
-    if (mask) {
-        if (mask->ndim != s->ndim)
-            return ampc_set_error(AMPC_E_RUNTIME, "attn_softmax: the mask must have the scores' shape");
-        p.attn.mask = ampc_data_ptr(mask);
-        p.attn.mask_dt = (int)mask->dtype;
-        p.attn.mask_bool = mask->dtype == AMPC_BOOL;
-        p.attn.row_dims = mask->ndim - 1;
-        for (int d = 0; d < mask->ndim - 1; d++) p.attn.row_shape[d] = mask->shape[d], p.attn.row_strides[d] = mask->strides[d];
-        p.attn.last_stride = mask->strides[mask->ndim - 1];
-    }
-    return sm_dispatch_dtypes(p.x_dt, p.out_dt, sm_run{p, false, ampc_cuda_stream_of(out)});
-}
-
 extern "C" void ampc_cuda_register_nn_softmax(void) {
     ampc_register_softmax(AMPC_CUDA, cuda_softmax);
     ampc_register_softmax_backward(AMPC_CUDA, cuda_softmax_backward);
-    ampc_register_attn_softmax(AMPC_CUDA, cuda_attn_softmax);
 }

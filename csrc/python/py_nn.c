@@ -227,9 +227,9 @@ static PyObject *py_pointwise_loss(PyObject *mod, PyObject *args) {
 static PyObject *py_sdpa(PyObject *mod, PyObject *args) {
     PyObject *q_o, *k_o, *v_o, *m_o, *scale_o;
     double p;
-    int causal;
-    if (!PyArg_ParseTuple(args, "OOOOdpO:_nn_scaled_dot_product_attention", &q_o, &k_o, &v_o, &m_o, &p, &causal,
-                          &scale_o))
+    int causal, gqa = 0;
+    if (!PyArg_ParseTuple(args, "OOOOdpO|p:_nn_scaled_dot_product_attention", &q_o, &k_o, &v_o, &m_o, &p, &causal,
+                          &scale_o, &gqa))
         return NULL;
     const char *op = "scaled_dot_product_attention";
     ampc_tensor *q = req_tensor(q_o, op, "query"), *k = q ? req_tensor(k_o, op, "key") : NULL;
@@ -240,7 +240,7 @@ static PyObject *py_sdpa(PyObject *mod, PyObject *args) {
         scale = PyFloat_AsDouble(scale_o);
         if (scale == -1.0 && PyErr_Occurred()) return NULL;
     }
-    return ampc_py_wrap(ampc_scaled_dot_product_attention(q, k, v, m, p, causal, scale));
+    return ampc_py_wrap(ampc_scaled_dot_product_attention(q, k, v, m, p, causal, scale, gqa));
 }
 
 PyMethodDef ampc_py_module_methods_nn[] = {

@@ -98,6 +98,11 @@ FOUND = [
      "constant bf16 group: gradient 1.94 where the exact one is 0 and torch's -0.06)",
      lambda c, k, d: c.op in ("group_norm", "batch_norm") and k == "grad"
      and bool(c.flags & {"dtype_float16", "dtype_bfloat16"})),
+    ("sdpa-equal-keys-cancellation", "found: sdpa with every key equal (an expanded key): the exact key gradient "
+     "cancels to 0; ampc's fused backward and torch's composed one both keep rounding noise of eps * |v|, of "
+     "different signs",
+     lambda c, k, d: c.op == "scaled_dot_product_attention" and k == "grad" and "input 1" in d
+     and ".expand(" in source_of(c)),
     ("sdpa-huge-key-cancellation", "found: sdpa with keys near 1e30: the q gradient cancels exactly, ampc keeps "
      "rounding noise of eps * |k| (1e22) where torch gets 0",
      lambda c, k, d: c.op == "scaled_dot_product_attention" and "huge" in c.flags and k == "grad"),

@@ -697,7 +697,8 @@ def _softmax(d):
     return "F.%s(%s, dim=%d%s)" % (fn, x, dim_arg(d, len(shape)), dt)
 
 
-@op("scaled_dot_product_attention", rows=("scaled_dot_product_attention", "attn_softmax"))
+@op("scaled_dot_product_attention", rows=("scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
+                                           "_scaled_dot_product_flash_attention_backward"))
 def _sdpa(d):
     rng = d.rng
     b, h, L, S, e = _dims(d, 5)

@@ -253,10 +253,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
-    if enable_gqa:
-        raise NotImplementedError("ampc: scaled_dot_product_attention(enable_gqa=True) is not supported")
     return _C._nn_scaled_dot_product_attention(query, key, value, attn_mask, float(dropout_p), bool(is_causal),
-                                               None if scale is None else float(scale))
+                                               None if scale is None else float(scale), bool(enable_gqa))
 
 
 # pad: python/ampc/nn/_functional_conv.py (every mode, C kernels)

@@ -291,7 +291,18 @@ def test_functional_call_routes_grads_to_the_given_tensors():
         functional_call(m2, {"weight": w}, x, strict=True)
     with pytest.raises(ValueError, match="appeared in multiple dictionaries"):
         functional_call(m2, ({"weight": w}, {"weight": w}), x)
-    assert ampc.func.functional_call is functional_call if hasattr(ampc, "func") else True
+    assert ampc.func.functional_call is functional_call
+
+
+def test_stack_module_state_matches_torch():
+    t, a = both(lambda M: M.func.stack_module_state([M.nn.BatchNorm1d(3), M.nn.BatchNorm1d(3)]))
+    for ad, td in zip(a, t):
+        assert list(ad) == list(td)
+        for k in td:
+            close(ad[k], td[k])
+            assert ad[k].requires_grad == td[k].requires_grad and ad[k].is_leaf
+    same_error(lambda M: M.func.stack_module_state([]))
+    same_error(lambda M: M.func.stack_module_state([M.nn.Linear(1, 1), M.nn.Linear(1, 1).eval()]))
 
 
 def test_functional_call_matches_torch():
@@ -420,3 +431,44 @@ def test_init_namespace_and_utils_namespace_complete():
             continue
         assert hasattr(U, name), name
     assert OrderedDict  # (the module's import, used by the cases above)
+
+
+# ---------------------------------------------------------------- orthogonal
+
+@pytest.mark.parametrize("shape,orth_map", [((4, 4), None), ((5, 3), None), ((3, 5), None), ((4, 4), "householder"),
+                                            ((5, 3), "matrix_exp"), ((6, 6), "matrix_exp")])
+def test_orthogonal_parametrization_matches_torch(shape, orth_map):
+    torch.manual_seed(0)
+    tm = torch.nn.utils.parametrizations.orthogonal(torch.nn.Linear(shape[1], shape[0]), orthogonal_map=orth_map)
+    ampc.manual_seed(0)
+    am = AP.orthogonal(nn.Linear(shape[1], shape[0]), orthogonal_map=orth_map)
+    assert list(am.state_dict()) == list(tm.state_dict())
+    w = _np(am.weight)  # a fresh one is (semi-)orthogonal
+    small = min(shape)
+    np.testing.assert_allclose(w @ w.T if shape[0] == small else w.T @ w, np.eye(small), atol=1e-5)
+    with torch.no_grad():
+        tm.parametrizations.weight.original.add_(0.3 * torch.randn(*shape))  # away from the identity
+    load_torch_state(am, tm)
+    x = np.random.default_rng(0).standard_normal((3, shape[1])).astype(np.float32)
+    ty, ay = tm(torch.from_numpy(x)), am(ampc.from_numpy(x))
+    close(ay, ty, rtol=1e-5, atol=1e-6)
+    ty.pow(2).sum().backward()
+    ay.pow(2).sum().backward()
+    close(am.parametrizations.weight.original.grad, tm.parametrizations.weight.original.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_orthogonal_assignment_and_errors():
+    m = AP.orthogonal(nn.Linear(4, 4))
+    q = ampc.from_numpy(np.linalg.qr(np.random.default_rng(2).standard_normal((4, 4)))[0].astype(np.float32))
+    m.weight = q  # an orthogonal matrix is stored as the new base
+    close(m.weight, q, atol=1e-6)
+    m.weight = q * 2  # not orthogonal: replaced by its QR's Q, as torch
+    w = _np(m.weight)
+    np.testing.assert_allclose(w.T @ w, np.eye(4), atol=1e-5)
+    same_error(lambda M: M.nn.utils.parametrizations.orthogonal(M.nn.BatchNorm1d(3)))
+    same_error(lambda M: M.nn.utils.parametrizations.orthogonal(M.nn.Linear(2, 2), orthogonal_map="qr"))
+    same_error(lambda M: M.nn.utils.parametrizations.orthogonal(M.nn.Linear(2, 2), use_trivialization=False,
+                                                                orthogonal_map="matrix_exp").__setattr__(
+        "weight", M.eye(2)))
+    with pytest.raises(NotImplementedError, match="linalg.solve"):
+        AP.orthogonal(nn.Linear(3, 3), orthogonal_map="cayley")

@@ -53,6 +53,7 @@ from . import _nn_toplevel  # noqa: E402
 globals().update({k: v for k, v in _nn_toplevel.FUNCTIONS.items() if k not in globals()})
 from . import accelerator, onnx  # noqa: E402,F401
 from . import testing  # noqa: E402,F401  (torch.testing is there after `import torch`)
+from . import func  # noqa: E402,F401  (torch.func.functional_call)
 from ._legacy_types import CPU_TYPES as _LEGACY_TYPES, CUDA_TYPES as _LEGACY_CUDA_TYPES  # noqa: E402
 globals().update(_LEGACY_TYPES)  # ampc.FloatTensor & co.
 vars(cuda).update(_LEGACY_CUDA_TYPES)  # ampc.cuda.FloatTensor & co.

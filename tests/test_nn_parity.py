@@ -15,8 +15,6 @@ CASES = all_cases()
 # names ampc has that are checked elsewhere, with where and why
 NOT_IN_HARNESS = {
     "nn.Module": "the base class: tests/test_nn_modules.py (registration, traversal, state_dict, hooks)",
-    "nn.Sequential": "a container: tests/test_nn_modules.py", "nn.ModuleList": "a container: tests/test_nn_modules.py",
-    "nn.ModuleDict": "a container: tests/test_nn_modules.py",
     "nn.functional.multi_head_attention_forward": "the body of nn.MultiheadAttention, reached by its cases",
 }
 

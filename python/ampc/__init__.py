@@ -57,6 +57,7 @@ from ._rnn_toplevel import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell  # 
 from . import accelerator, onnx  # noqa: E402,F401
 from . import testing  # noqa: E402,F401  (torch.testing is there after `import torch`)
 from . import distributed  # noqa: E402,F401  (torch.distributed likewise)
+from . import func  # noqa: E402,F401  (torch.func.functional_call)
 from ._legacy_types import CPU_TYPES as _LEGACY_TYPES, CUDA_TYPES as _LEGACY_CUDA_TYPES  # noqa: E402
 globals().update(_LEGACY_TYPES)  # ampc.FloatTensor & co.
 vars(cuda).update(_LEGACY_CUDA_TYPES)  # ampc.cuda.FloatTensor & co.

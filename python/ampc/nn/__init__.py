@@ -11,4 +11,6 @@ from .parameter import Buffer, Parameter  # noqa: F401
 from . import utils  # noqa: F401,E402
 
 __all__ = ["Parameter", "Buffer", "functional", "init", "utils"] + list(_modules_all)
-from . import parallel  # noqa: F401,E402  (torch.nn.parallel: DistributedDataParallel)
+from . import parallel  # noqa: F401,E402
+from .parallel import DataParallel  # noqa: F401,E402
+__all__ += ["parallel", "DataParallel"]

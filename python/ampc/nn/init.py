@@ -1,8 +1,10 @@
 """nn.init: PyTorch's weight initialisations, each an in-place random fill under no_grad.
 
-The formulas (gains, fans, bounds) are PyTorch's, so a layer initialised here has the same
-distribution as the torch layer; the random numbers come from ampc's own generator (Philox), so
-the values themselves differ from torch's for the same seed.
+The formulas (gains, fans, bounds) are PyTorch's and the CPU generator draws torch's numbers
+(mt19937, the same per-dtype sampling), so under the same seed a tensor initialised here is bit
+for bit the one torch gives (tests/test_nn_utils_more.py checks every function). orthogonal_'s QR
+is LAPACK's (ampc.linalg.qr when the build has it, else NumPy's), so it agrees with torch to
+rounding, not bit for bit.
 """
 import math
 import warnings
@@ -12,6 +14,10 @@ from ..autograd import no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
            "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+__all__ += ["orthogonal_", "sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+            "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
+
+Tensor = _C.Tensor  # torch.nn.init exposes the name (its annotations)
 
 
 def calculate_gain(nonlinearity, param=None):
@@ -168,7 +174,8 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
-    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    bound = math.sqrt(3.0) * std  # torch's order of operations: the bound is bit-exact in float64
     return uniform_(tensor, -bound, bound, generator)
 
 
@@ -178,6 +185,57 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan), generator)
+
+
+def _qr(a):
+    """(Q, R) of a 2-D float tensor, reduced, as torch.linalg.qr."""
+    from .. import linalg
+    if hasattr(linalg, "qr"):
+        return linalg.qr(a)
+    if a.dtype not in (_C.float32, _C.float64):
+        raise RuntimeError(f'"geqrf_cpu" not implemented for \'{str(a.dtype).split(".")[-1].capitalize()}\'')
+    import numpy as np
+    q, r = np.linalg.qr(a.cpu().numpy())
+    return _C.from_numpy(np.ascontiguousarray(q)).to(a.device), _C.from_numpy(np.ascontiguousarray(r)).to(a.device)
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """Fills tensor (2-D or more, flattened to (rows, rest)) with a (semi-)orthogonal matrix:
+    the Q of the QR of a standard normal matrix, its columns' signs fixed by R's diagonal
+    (Mezzadri's recipe, as torch), times gain."""
+    if tensor.ndimension() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.size(0)
+    cols = tensor.numel() // rows
+    flattened = tensor.new_empty((rows, cols)).normal_(0, 1, **_random_kwargs(generator))
+    if rows < cols:
+        flattened = flattened.t()
+    q, r = _qr(flattened)
+    q = q * r.diagonal().sign()
+    if rows < cols:
+        q = q.t()
+    with no_grad():
+        tensor.view_as(q).copy_(q)
+        tensor.mul_(gain)
+    return tensor
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Fills a 2-D tensor from N(0, std) and zeroes ceil(sparsity * rows) random rows of every
+    column (a randperm per column, as torch draws them)."""
+    if tensor.ndimension() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        tensor.normal_(0, std, **_random_kwargs(generator))
+        for col_idx in range(cols):
+            # the global generator, as torch draws the permutations (only the fill takes `generator`)
+            zero_indices = _C.randperm(rows)[:num_zeros]
+            tensor[zero_indices, col_idx] = 0
+    return tensor
 
 
 # PyTorch's deprecated names without the trailing underscore
@@ -201,3 +259,7 @@ xavier_uniform = _deprecated(xavier_uniform_)
 xavier_normal = _deprecated(xavier_normal_)
 kaiming_uniform = _deprecated(kaiming_uniform_)
 kaiming_normal = _deprecated(kaiming_normal_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

@@ -16,6 +16,8 @@ from ...autograd import no_grad
 from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
 
+# The register_module_* functions below are public here (torch.nn.modules.module.register_...),
+# but __all__ stays the one name the nn namespace re-exports, as torch.nn has it.
 __all__ = ["Module"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
@@ -38,6 +40,212 @@ def _addindent(s, num_spaces):
         return s
     first = lines.pop(0)
     return first + "\n" + "\n".join(" " * num_spaces + line for line in lines)
+
+
+# ---------------------------------------------------------------- global hooks
+# Hooks every module runs (torch.nn.modules.module.register_module_*): the forward / backward
+# ones before each module's own, the registration ones on every register_parameter /
+# register_buffer / add_module (and attribute assignment of those kinds).
+_global_buffer_registration_hooks = OrderedDict()
+_global_module_registration_hooks = OrderedDict()
+_global_parameter_registration_hooks = OrderedDict()
+_global_backward_pre_hooks = OrderedDict()
+_global_backward_hooks = OrderedDict()
+_global_is_full_backward_hook = None
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+_global_forward_hooks_always_called = OrderedDict()
+_global_forward_hooks_with_kwargs = OrderedDict()
+
+
+def _has_any_global_hook():
+    return bool(_global_backward_pre_hooks or _global_backward_hooks or _global_forward_pre_hooks or
+                _global_forward_hooks or _global_forward_hooks_always_called or _global_forward_hooks_with_kwargs)
+
+
+def _register_global(registry, hook, extra=None):
+    handle = RemovableHandle(registry, extra_dict=extra)
+    registry[handle.id] = hook
+    return handle
+
+
+def register_module_buffer_registration_hook(hook):
+    """hook(module, name, buffer) -> None or a new buffer, on every register_buffer."""
+    return _register_global(_global_buffer_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook):
+    """hook(module, name, submodule) -> None or a new submodule, on every add_module."""
+    return _register_global(_global_module_registration_hooks, hook)
+
+
+def register_module_parameter_registration_hook(hook):
+    """hook(module, name, param) -> None or a new parameter, on every register_parameter."""
+    return _register_global(_global_parameter_registration_hooks, hook)
+
+
+def register_module_forward_pre_hook(hook):
+    """hook(module, input) -> None or a new input, before every module's forward (and before the
+    module's own pre-hooks)."""
+    return _register_global(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """hook(module, input, output) -> None or a new output, after every module's forward."""
+    handle = RemovableHandle(_global_forward_hooks,
+                             extra_dict=[_global_forward_hooks_always_called, _global_forward_hooks_with_kwargs])
+    _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[handle.id] = True
+    return handle
+
+
+def register_module_backward_hook(hook):
+    """Deprecated: register_module_full_backward_hook (ampc gives both the full hook's semantics)."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is True:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
+                           "Please use only one of them.")
+    _global_is_full_backward_hook = False
+    return _register_global(_global_backward_hooks, hook)
+
+
+def register_module_full_backward_pre_hook(hook):
+    """hook(module, grad_output) -> None or new grad_output, for every module."""
+    return _register_global(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook):
+    """hook(module, grad_input, grad_output) -> None or new grad_input, for every module."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is False:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
+                           "Please use only one of them.")
+    _global_is_full_backward_hook = True
+    return _register_global(_global_backward_hooks, hook)
+
+
+class _BackwardHook:
+    """A module call's full backward hooks, as torch.utils.hooks.BackwardHook: the tensor inputs
+    and outputs pass through identity nodes (_BackwardHookFunction); the outputs' node runs the
+    pre-hooks on grad_output and keeps it, the inputs' node runs the hooks with
+    (grad_input, grad_output). grad_input / grad_output have one entry per positional argument /
+    output, None where it is no tensor. When no input requires grad, the hooks run at the outputs'
+    node with grad_input all None."""
+
+    def __init__(self, module, user_hooks, user_pre_hooks):
+        self.module = module
+        self.user_hooks = user_hooks
+        self.user_pre_hooks = user_pre_hooks
+        self.grad_outputs = None
+        self.n_inputs = self.n_outputs = -1
+        self.input_tensors_index = self.output_tensors_index = None
+
+    @staticmethod
+    def _pack_with_none(indices, values, size):
+        res = [None] * size
+        for idx, val in zip(indices, values):
+            res[idx] = val
+        return tuple(res)
+
+    def _input_grads(self, grads):
+        if self.grad_outputs is None:  # the grad reached the inputs without passing the outputs
+            return grads
+        res = self._pack_with_none(self.input_tensors_index, grads, self.n_inputs)
+        for hook in self.user_hooks:
+            out = hook(self.module, res, self.grad_outputs)
+            if out is None:
+                continue
+            if len(out) != len(res):
+                raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got {len(out)}, but "
+                                   f"expected {len(res)}")
+            res = out
+        self.grad_outputs = None
+        return tuple(res[i] for i in self.input_tensors_index)
+
+    def _output_grads(self, grads):
+        self.grad_outputs = self._pack_with_none(self.output_tensors_index, grads, self.n_outputs)
+        expected = len(self.grad_outputs)
+        for pre_hook in self.user_pre_hooks:
+            new = pre_hook(self.module, self.grad_outputs)
+            if new is None:
+                continue
+            if isinstance(new, _C.Tensor):
+                new = (new,)
+            if len(new) != expected:
+                raise RuntimeError(f"Backward pre hook returned an invalid number of grad_output, got {len(new)}, but "
+                                   f"expected {expected}")
+            self.grad_outputs = tuple(new)
+        local = self.grad_outputs
+        if self.input_tensors_index is None:
+            import warnings
+            warnings.warn("Full backward hook is firing when gradients are computed with respect to module outputs "
+                          "since no inputs require gradients. See "
+                          "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module."
+                          "register_full_backward_hook for more details.", stacklevel=5)
+            grad_inputs = (None,) * self.n_inputs
+            for hook in self.user_hooks:
+                res = hook(self.module, grad_inputs, self.grad_outputs)
+                if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
+                    raise RuntimeError("Backward hook for Modules where no input requires gradient should always "
+                                       "return None or None for all gradients.")
+            self.grad_outputs = None
+        return tuple(local[i] for i in self.output_tensors_index)
+
+    def _apply_on_tensors(self, on_grads, args):
+        idx = [i for i, a in enumerate(args) if isinstance(a, _C.Tensor)]
+        tensors = [args[i] for i in idx]
+        if not (any(t.requires_grad for t in tensors) and _C.is_grad_enabled()):
+            return args, None
+        new = _backward_hook_function().apply(on_grads, *tensors)
+        if isinstance(new, _C.Tensor):
+            new = (new,)
+        out = list(args)
+        for i, t in zip(idx, new):
+            out[i] = t
+        return (tuple(out) if type(args) is tuple else type(args)(*out)), idx
+
+    def setup_input_hook(self, args):
+        res, self.input_tensors_index = self._apply_on_tensors(self._input_grads, args)
+        self.n_inputs = len(args)
+        return res
+
+    def setup_output_hook(self, result):
+        is_tuple = isinstance(result, tuple)
+        args = result if is_tuple else (result,)
+        res, self.output_tensors_index = self._apply_on_tensors(self._output_grads, args)
+        self.n_outputs = len(args)
+        return res if is_tuple else res[0]
+
+
+_BackwardHookFunctionCls = None
+
+
+def _backward_hook_function():
+    """The identity autograd.Function whose backward hands the gradients to a _BackwardHook
+    (made on first use: ampc.autograd imports nn lazily)."""
+    global _BackwardHookFunctionCls
+    if _BackwardHookFunctionCls is None:
+        from ...autograd import Function
+
+        class BackwardHookFunction(Function):
+            @staticmethod
+            def forward(ctx, on_grads, *tensors):
+                ctx.on_grads = on_grads
+                nondiff = [t for t in tensors if not t.requires_grad]
+                outs = tuple(t.view_as(t) for t in tensors)
+                if nondiff:
+                    ctx.mark_non_differentiable(*[o for o, t in zip(outs, tensors) if not t.requires_grad])
+                return outs
+
+            @staticmethod
+            def backward(ctx, *grads):
+                return (None,) + tuple(ctx.on_grads(grads))
+
+        _BackwardHookFunctionCls = BackwardHookFunction
+    return _BackwardHookFunctionCls
 
 
 def _forward_unimplemented(self, *input):
@@ -92,6 +300,9 @@ class Module:
         set_("_parameters", {})
         set_("_buffers", {})
         set_("_non_persistent_buffers_set", set())
+        set_("_backward_pre_hooks", OrderedDict())
+        set_("_backward_hooks", OrderedDict())
+        set_("_is_full_backward_hook", None)
         set_("_forward_hooks", OrderedDict())
         set_("_forward_hooks_with_kwargs", OrderedDict())
         set_("_forward_hooks_always_called", OrderedDict())
@@ -130,6 +341,10 @@ class Module:
                             "(torch Tensor or None required)")
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
+        for hook in _global_buffer_registration_hooks.values():
+            output = hook(self, name, tensor)
+            if output is not None:
+                tensor = output
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -148,6 +363,10 @@ class Module:
                              f"explicitly. To express '{name}' as a function of another Tensor, compute the value in "
                              "the forward() method.")
         else:
+            for hook in _global_parameter_registration_hooks.values():
+                output = hook(self, name, param)
+                if output is not None:
+                    param = output
             self._parameters[name] = param
 
     def add_module(self, name, module):
@@ -161,10 +380,37 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
+        for hook in _global_module_registration_hooks.values():
+            output = hook(self, name, module)
+            if output is not None:
+                module = output
         self._modules[name] = module
+
+    def _registration_hooked(self, name, module):
+        for hook in _global_module_registration_hooks.values():
+            output = hook(self, name, module)
+            if output is not None:
+                module = output
+        return module
 
     def register_module(self, name, module):
         self.add_module(name, module)
+
+    def set_submodule(self, target, module, strict=False):
+        """Replaces (or, unless strict, adds) the submodule at dotted path `target`."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        atoms = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError("`" + "module" + f"` is not an nn.Module, found {type(module)}")
+        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(parent._get_name() + " has no attribute `" + atoms[-1] + "`")
+        if hasattr(parent, atoms[-1]):
+            mod = getattr(parent, atoms[-1])
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
 
     def get_submodule(self, target):
         if target == "":
@@ -244,12 +490,12 @@ class Module:
                 if modules is None:
                     raise AttributeError("cannot assign module before Module.__init__() call")
                 remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
-                modules[name] = value
+                modules[name] = self._registration_hooked(name, value)
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                     "(torch.nn.Module or None expected)")
-                modules[name] = value
+                modules[name] = self._registration_hooked(name, value)
             else:
                 buffers = self.__dict__.get("_buffers")
                 if isinstance(value, Buffer) or (buffers is not None and name in buffers):
@@ -280,13 +526,16 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        for name in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
+        for name in ("_backward_pre_hooks", "_backward_hooks", "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
+                     "_forward_hooks",
                      "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_state_dict_hooks",
                      "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
             if name not in self.__dict__:
                 self.__dict__[name] = OrderedDict()
         if "_non_persistent_buffers_set" not in self.__dict__:
             self._non_persistent_buffers_set = set()
+        if "_is_full_backward_hook" not in self.__dict__:
+            self._is_full_backward_hook = None
 
     # ------------------------------------------------------------ traversal
 
@@ -465,44 +714,119 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or a new grad_output, when the gradients of the
+        module's outputs are computed."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook):
+        """Deprecated torch form of register_full_backward_hook; ampc runs it with the full hook's
+        semantics (grad_input: the gradients of the module's inputs)."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self._is_full_backward_hook = False
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or a new grad_input, when the gradients of
+        the module's inputs are computed (of its outputs, with grad_input all None, when no input
+        requires grad)."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self._is_full_backward_hook = True
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def _get_backward_hooks(self):
+        return list(_global_backward_hooks.values()) + list(self._backward_hooks.values())
+
+    def _get_backward_pre_hooks(self):
+        return list(_global_backward_pre_hooks.values()) + list(self._backward_pre_hooks.values())
+
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_hooks or self._forward_pre_hooks):
-            return self.forward(*args, **kwargs)
+        """forward with the hooks, in torch's order: global then own forward pre-hooks, the
+        backward hooks' input node, forward, global then own forward hooks, the backward hooks'
+        output node. Forward hooks with always_call run even when forward raises."""
+        forward_call = self.forward
+        if not (self._backward_hooks or self._backward_pre_hooks or self._forward_hooks or self._forward_pre_hooks
+                or _global_backward_pre_hooks or _global_backward_hooks or _global_forward_hooks
+                or _global_forward_pre_hooks):
+            return forward_call(*args, **kwargs)
+        result = None
         called_always = set()
         try:
-            for hook_id, hook in self._forward_pre_hooks.items():
+            backward_hooks = self._get_backward_hooks() if (self._backward_hooks or _global_backward_hooks) else []
+            backward_pre_hooks = self._get_backward_pre_hooks() \
+                if (self._backward_pre_hooks or _global_backward_pre_hooks) else []
+            for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
                 if hook_id in self._forward_pre_hooks_with_kwargs:
-                    result = hook(self, args, kwargs)
-                    if result is not None:
-                        if not (isinstance(result, tuple) and len(result) == 2):
+                    args_kwargs = hook(self, args, kwargs)
+                    if args_kwargs is not None:
+                        if isinstance(args_kwargs, tuple) and len(args_kwargs) == 2:
+                            args, kwargs = args_kwargs
+                        else:
                             raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, "
-                                               f"new_kwargs), but got {result}.")
-                        args, kwargs = result
+                                               f"new_kwargs), but got {args_kwargs}.")
                 else:
-                    result = hook(self, args)
-                    if result is not None:
-                        args = result if isinstance(result, tuple) else (result,)
-            result = self.forward(*args, **kwargs)
-            for hook_id, hook in self._forward_hooks.items():
-                if hook_id in self._forward_hooks_always_called:
+                    args_result = hook(self, args)
+                    if args_result is not None:
+                        args = args_result if isinstance(args_result, tuple) else (args_result,)
+            bw_hook = None
+            if backward_hooks or backward_pre_hooks:
+                bw_hook = _BackwardHook(self, backward_hooks, backward_pre_hooks)
+                args = bw_hook.setup_input_hook(args)
+            result = forward_call(*args, **kwargs)
+            for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called:
                     called_always.add(hook_id)
-                if hook_id in self._forward_hooks_with_kwargs:
+                if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
                     hook_result = hook(self, args, kwargs, result)
                 else:
                     hook_result = hook(self, args, result)
                 if hook_result is not None:
                     result = hook_result
+            if bw_hook is not None:
+                if not isinstance(result, (_C.Tensor, tuple)):
+                    import warnings
+                    warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
+                                  f"Tensors but received {type(result)}")
+                else:
+                    result = bw_hook.setup_output_hook(result)
             return result
         except Exception:
+            import warnings
+            for hook_id, hook in _global_forward_hooks.items():
+                if hook_id in _global_forward_hooks_always_called and hook_id not in called_always:
+                    try:
+                        hook_result = hook(self, args, result)
+                        if hook_result is not None:
+                            result = hook_result
+                    except Exception as e:  # noqa: BLE001  (torch silences it: the forward's error wins)
+                        warnings.warn("global module forward hook with ``always_call=True`` raised an exception that "
+                                      f"was silenced as another error was raised in forward: {str(e)}")
             for hook_id, hook in self._forward_hooks.items():
                 if hook_id in self._forward_hooks_always_called and hook_id not in called_always:
                     try:
                         if hook_id in self._forward_hooks_with_kwargs:
-                            hook(self, args, kwargs, None)
+                            hook_result = hook(self, args, kwargs, result)
                         else:
-                            hook(self, args, None)
-                    except Exception:
-                        pass
+                            hook_result = hook(self, args, result)
+                        if hook_result is not None:
+                            result = hook_result
+                    except Exception as e:  # noqa: BLE001
+                        warnings.warn("module forward hook with ``always_call=True`` raised an exception that was "
+                                      f"silenced as another error was raised in forward: {str(e)}")
             raise
 
     __call__ = _call_impl
@@ -514,17 +838,34 @@ class Module:
         self._state_dict_pre_hooks[handle.id] = hook
         return handle
 
-    def register_state_dict_post_hook(self, hook):
+    def _register_state_dict_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) -> None or a state_dict that replaces
+        it (the private form; the public post-hook must return None)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook that was previously "
+                               "registered via register_state_dict_post_hook")
         handle = RemovableHandle(self._state_dict_hooks)
         self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) -> None; may edit state_dict in place."""
+        hook._from_public_api = True
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs), with the module first when with_module."""
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = functools.partial(hook, self) if with_module else hook
         return handle
 
     def register_load_state_dict_pre_hook(self, hook):
         """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
         error_msgs)."""
-        handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = functools.partial(hook, self)
-        return handle
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
     def register_load_state_dict_post_hook(self, hook):
         """hook(module, incompatible_keys); may edit the key lists in place."""
@@ -563,8 +904,11 @@ class Module:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
             result = hook(self, destination, prefix, local_metadata)
-            if result is not None:
-                destination = result
+            if not getattr(hook, "_from_public_api", False):
+                if result is not None:
+                    destination = result
+            elif result is not None:
+                raise RuntimeError("state_dict post-hook must return None")
         return destination
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,

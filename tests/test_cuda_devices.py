@@ -454,7 +454,6 @@ FACTORIES = {"tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "
 # Factory calls without device= that are right as they are: host tensors by design, as in torch.
 HOST_BY_DESIGN = {
     "nn/utils/clip_grad.py": {"_C.tensor(0.0)"},  # no grads at all: torch returns a CPU tensor(0.0) too
-    "nn/init.py": {"_C.tensor(a, dtype=tensor.dtype)", "_C.tensor(b, dtype=tensor.dtype)"},  # host rounding of a, b
     "nn/modules/batchnorm.py": {"_C.tensor(0, dtype=_C.long)"},  # copied into the buffer by load_state_dict
     "random.py": {"_C.tensor(list(raw), dtype=_C.uint8)"},  # RNG state bytes (torch: a CPU ByteTensor)
     "_runtime.py": {"_C.from_numpy(arr)"},  # frombuffer: a CPU tensor over the buffer's memory, as torch
@@ -466,10 +465,22 @@ HOST_BY_DESIGN = {
     "utils/data/dataset.py": {"_C.tensor([int(i) for i in mine], dtype=_C.int64)", "_C.randperm(sum(counts))",
                               "_C.randperm(sum(counts), generator=generator)"},  # host-side index maps
     "utils/data/sampler.py": {"_C.arange(start, min(n, start + _CHUNK), dtype=_C.int64)",
-                              "_C.tensor(list(idx), dtype=_C.int64)"},  # sampling order, moved per device
+                              "_C.tensor(list(idx), dtype=_C.int64)",  # sampling order, moved per device
+                              "_C.as_tensor(weights, dtype=_C.float64)",  # WeightedRandomSampler's weights (torch: CPU)
+                              "_C.randperm(len(self.dataset), generator=g)"},  # DistributedSampler's order
     "datasets/fashion_mnist.py": {"ampc.from_numpy(np.ascontiguousarray(x))",
                                   "ampc.from_numpy(labels.astype(np.int64))"},  # then .to(device)
     "demo.py": {"torch.from_numpy(idx)"},  # then .to(device)
+    "nn/init.py": {"_C.tensor(a, dtype=tensor.dtype)", "_C.tensor(b, dtype=tensor.dtype)",  # host rounding of a, b
+                   "_C.from_numpy(np.ascontiguousarray(q))", "_C.from_numpy(np.ascontiguousarray(r))",  # QR on the
+                   "_C.randperm(rows)"},  # host, then .to(device); sparse_'s row permutation (torch: CPU too)
+    "nn/utils/parametrizations.py": {"_C.from_numpy(np.ascontiguousarray(q))"},  # QR on the host, then .to(device)
+    "nn/utils/rnn.py": {"_C.tensor([sum((1 for bs in batch_sizes if bs > b)) for b in range(B)], dtype=_C.int64)",
+                        "_C.tensor([v.size(0) for v in sequences], dtype=_C.int64)",
+                        "_C.tensor(_lengths_list(lengths), dtype=_C.int64)",
+                        "_C.tensor(batch_sizes, dtype=_C.int64)"},  # lengths and batch_sizes: CPU int64, as torch's
+    "testing/pytest_plugin.py": {"ampc.tensor(arr)", "ampc.tensor(ref)", "ampc.tensor(value)"},  # golden files: host
+    "utils/data/_worker.py": {"_C.empty((), dtype=_C.int64)"},  # the workers' base seed, drawn on the host as torch
 }
 
 

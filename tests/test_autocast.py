@@ -136,9 +136,22 @@ CASES = {
     # banned under CUDA; float32 on the CPU (PyTorch's CPU list)
     "binary_cross_entropy": [([lp((3, 4), 0.05, 0.95), lp((3, 4), 0.0, 1.0)],
                               lambda m, x, y: m.F.binary_cross_entropy(x, y))],
+    # on torch's CPU lists only (fp32 / promote): core/autocast_cpu.c
+    "avg_pool3d": [([lp((1, 2, 4, 4, 4))], lambda m, x: m.F.avg_pool3d(x, 2))],
+    "max_pool3d": [([lp((1, 2, 4, 4, 4))], lambda m, x: m.F.max_pool3d(x, 2))],
+    "adaptive_avg_pool3d": [([lp((1, 2, 4, 4, 4))], lambda m, x: m.F.adaptive_avg_pool3d(x, 2))],
+    "adaptive_max_pool3d": [([lp((1, 2, 4, 4, 4))], lambda m, x: m.F.adaptive_max_pool3d(x, 2))],
+    "quantile": [([lp((10,)), f((3,), 0.1, 0.9)], lambda m, x, q: m.quantile(x, q))],
+    "cat": [([f((2, 3)), lp((2, 3))], lambda m, a, b: m.cat([a, b])),
+            ([lp((2, 3)), lp((2, 3))], lambda m, a, b: m.cat([a, b], 1))],
+    "stack": [([lp((2, 3)), f((2, 3))], lambda m, a, b: m.stack([a, b]))],
+    "index_copy": [([f((5, 3)), idx((1,), 5), lp((1, 3))], lambda m, x, i, v: x.index_copy(0, i, v))],
 }
 
 CASE_IDS = [(name, k) for name in CASES for k in range(len(CASES[name]))]
+# (name, k, device): the cases of the rows that have a policy on that device type
+POLICY_CASE_IDS = [(name, k, d) for d in ["cpu"] + (["cuda"] if ampc.cuda.is_available() else [])
+                   for name, k in CASE_IDS if name in _C._autocast_policy_table(d)]
 
 
 def make_inputs(specs, seed):
@@ -184,16 +197,16 @@ def bits(t):
 
 
 def test_every_policy_row_has_a_case():
-    table = _C._autocast_policy_table()
+    table = set(_C._autocast_policy_table("cuda")) | set(_C._autocast_policy_table("cpu"))
     assert set(table) == set(CASES), "rows without a case: %s; cases without a row: %s" % (
         sorted(set(table) - set(CASES)), sorted(set(CASES) - set(table)))
 
 
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("lp_name", list(LP))
-@pytest.mark.parametrize("name,k", CASE_IDS)
+@pytest.mark.parametrize("name,k,device", POLICY_CASE_IDS)
 def test_policy_row(name, k, lp_name, device):
-    policy = _C._autocast_policy_table()[name]
+    # the device's own policy: torch's CUDA lists on CUDA, torch's CPU lists on the CPU (None: none)
+    policy = _C._autocast_policy_table(device)[name]
     lp_dtype = LP[lp_name][0]
     specs, fn = CASES[name][k]
     ts = to_ampc(make_inputs(specs, seed=hash((name, k)) % 2**32), lp_dtype, device)
@@ -202,64 +215,45 @@ def test_policy_row(name, k, lp_name, device):
             with pytest.raises(RuntimeError, match="are unsafe to autocast"):
                 fn(AM, *ts)
         return
+    cast, target = hand_cast(policy, ts, lp_dtype, device)
     with ampc.autocast(device, dtype=lp_dtype):
         assert _C.is_autocast_enabled(device)
         out = fn(AM, *ts)
     assert not _C.is_autocast_enabled(device)
-    cast, target = hand_cast(policy, ts, lp_dtype, device)
     expected = fn(AM, *cast)
     assert out.dtype == target == expected.dtype
     assert out.shape == expected.shape
     np.testing.assert_array_equal(bits(out), bits(expected))
 
 
-# PyTorch's CPU autocast lists differ from the CUDA lists ampc mirrors (pytorch-amp.md §1.6):
-# torch's CPU lower-precision list has no mv; its CPU fp32 list has no exp/log/pow/.../layer_norm/
-# norm/logsumexp and no fp32_set_opt_dtype rows but prod; it has no promote rows (dot, index_put,
-# scatter_add then raise on mixed dtypes). Only the rows where both policies agree are compared.
-TORCH_CPU_DIFFERS = {"mv", "exp", "log", "reciprocal", "rsqrt", "pow", "softplus", "layer_norm", "group_norm",
-                     "norm", "logsumexp", "softmax", "log_softmax", "sum", "cumsum", "dot", "index_put",
-                     "scatter_add", "acos", "asin", "cosh", "sinh", "tan", "log1p", "expm1", "log2", "log10",
-                     "erfinv", "cumprod"}
-TORCH_CPU_DIFFERS |= {"_thnn_fused_lstm_cell", "_thnn_fused_gru_cell"}  # issue 13: torch has CUDA kernels only
+# Every row's CPU behaviour against torch's CPU autocast (ampc follows torch's CPU lists there:
+# csrc/core/autocast_cpu.c); only the fused RNN cells are left out, which torch has as CUDA kernels only.
+TORCH_CUDA_ONLY = {"_thnn_fused_lstm_cell", "_thnn_fused_gru_cell"}
 
 
 def _thnn(m, name):  # issue 13: rnn (torch has the fused cells as torch.ops.aten.* only, CUDA kernels only)
     return getattr(_C, name) if m is AM else getattr(torch.ops.aten, name)
-TORCH_CPU_DIFFERS |= {"rms_norm"}  # issue 13, poolnorm: torch's CPU fp32 list has no rms_norm
 
 
 @pytest.mark.parametrize("lp_name", list(LP))
-@pytest.mark.parametrize("name,k", [c for c in CASE_IDS if c[0] not in TORCH_CPU_DIFFERS])
+@pytest.mark.parametrize("name,k", [c for c in CASE_IDS if c[0] not in TORCH_CUDA_ONLY])
 def test_policy_row_matches_torch_cpu_autocast(name, k, lp_name):
     lp_dtype, torch_lp = LP[lp_name]
     specs, fn = CASES[name][k]
     inputs = make_inputs(specs, seed=7)
+    try:
+        with torch.autocast("cpu", dtype=torch_lp):
+            ref = fn(TO, *to_torch(inputs, torch_lp))
+    except RuntimeError:  # e.g. dot of fp32 and fp16 inputs: not promoted on torch's CPU list
+        with ampc.autocast("cpu", dtype=lp_dtype):
+            with pytest.raises(RuntimeError):
+                fn(AM, *to_ampc(inputs, lp_dtype, "cpu"))
+        return
     with ampc.autocast("cpu", dtype=lp_dtype):
         out = fn(AM, *to_ampc(inputs, lp_dtype, "cpu"))
-    with torch.autocast("cpu", dtype=torch_lp):
-        ref = fn(TO, *to_torch(inputs, torch_lp))
     assert str(out.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1]
     tol = 2e-2 if out.dtype != ampc.float32 else 1e-3
     np.testing.assert_allclose(out.detach().float().numpy(), ref.detach().float().numpy(), rtol=tol, atol=tol)
-
-
-@pytest.mark.parametrize("name", sorted(TORCH_CPU_DIFFERS))
-def test_torch_cpu_differences_are_real(name):
-    """Each row left out above really differs on torch's CPU in at least one case (so the list
-    stays honest when torch changes)."""
-    differs = False
-    for specs, fn in CASES[name]:
-        inputs = make_inputs(specs, 1)
-        with ampc.autocast("cpu", dtype=ampc.float16):
-            out = fn(AM, *to_ampc(inputs, ampc.float16, "cpu"))
-        try:
-            with torch.autocast("cpu", dtype=torch.float16):
-                ref = fn(TO, *to_torch(inputs, torch.float16))
-            differs |= str(out.dtype).split(".")[-1] != str(ref.dtype).split(".")[-1]
-        except RuntimeError:
-            differs = True
-    assert differs, name
 
 
 # ---------------------------------------------------------------------------- eligibility
@@ -308,11 +302,14 @@ def test_python_numbers_are_not_cast():
         assert (x * 2).dtype == ampc.float16
 
 
-def test_promote_mixed_lower_precision_types_raise():
-    # PyTorch's promote_type: a lower-precision type other than the region's is an error
-    with ampc.autocast("cpu", dtype=ampc.float16):
+@pytest.mark.parametrize("M", [ampc, torch], ids=["ampc", "torch"])
+def test_promote_mixed_lower_precision_types_raise(M):
+    # PyTorch's promote_type: a lower-precision type other than the region's is an error (cat is
+    # on the CPU's promote list; dot is not there, so bf16 dots run as called)
+    with M.autocast("cpu", dtype=M.float16):
         with pytest.raises(RuntimeError, match="Unexpected floating ScalarType in at::autocast::prioritize"):
-            ampc.dot(ampc.randn(4).bfloat16(), ampc.randn(4).bfloat16())
+            M.cat([M.randn(4).bfloat16(), M.randn(4).bfloat16()])
+        assert M.dot(M.randn(4).bfloat16(), M.randn(4).bfloat16()).dtype == M.bfloat16
 
 
 def test_builtin_promote():

@@ -145,7 +145,7 @@ int ampc_autocast_enter(ampc_op op, int n, const ampc_tensor *const *inputs, boo
     for (int i = 0; i < n && dev < 0; i++)
         if (inputs[i] && !inputs[i]->is_wrapped_number && enabled[inputs[i]->device.type]) dev = inputs[i]->device.type;
     if (dev < 0) return 0;
-    ampc_autocast_policy policy = ampc_op_autocast_policy(op);
+    ampc_autocast_policy policy = ampc_op_autocast_policy_on(op, (ampc_device_type)dev);
     ampc_dtype to;
     switch (policy) {
     case AMPC_AC_POLICY_LOWER: to = fast_dtype[dev]; break;
@@ -174,7 +174,7 @@ int ampc_autocast_enter(ampc_op op, int n, const ampc_tensor *const *inputs, boo
             ampc_set_error(AMPC_E_RUNTIME, "%s", banned_message);
             return -1;
         }
-        to = AMPC_FLOAT32; /* PyTorch's CPU list runs binary_cross_entropy in fp32 */
+        to = AMPC_FLOAT32; /* not reached on the CPU, whose list runs binary_cross_entropy in fp32 */
         break;
     default: return 0;
     }
@@ -204,15 +204,35 @@ int ampc_autocast_enter(ampc_op op, int n, const ampc_tensor *const *inputs, boo
     return 1;
 }
 
+int ampc_autocast_check_list_promote(ampc_op op, int n, const ampc_tensor *const *ts) {
+    if (excluded || n <= 0) return 0;
+    int dev = -1;
+    for (int i = 0; i < n && dev < 0; i++)
+        if (ts[i] && enabled[ts[i]->device.type]) dev = ts[i]->device.type;
+    if (dev < 0 || ampc_op_autocast_policy_on(op, (ampc_device_type)dev) != AMPC_AC_POLICY_PROMOTE) return 0;
+    ampc_dtype to = fast_dtype[dev];
+    for (int i = 0; i < n; i++) { /* PyTorch's prioritize, in argument order */
+        if (!eligible(ts[i], (ampc_device_type)dev) || ts[i]->dtype == to) continue;
+        if (to == AMPC_FLOAT32 || ts[i]->dtype == AMPC_FLOAT32) {
+            to = AMPC_FLOAT32;
+        } else {
+            ampc_set_error(AMPC_E_RUNTIME, "Unexpected floating ScalarType in at::autocast::prioritize");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The frontends that serve many ops (ampc_unary, ampc_binary, ampc_reduce) enter through this:
  * a cheap early exit when no device type has autocast on, then the op's row decides. */
 int ampc_autocast_enter_op(ampc_op op, int n, const ampc_tensor *const *inputs, bool explicit_dtype,
                            ampc_autocast_scope *ac) {
     ac->active = false;
     ac->n = 0;
-    bool any_on = false;
-    for (int d = 0; d < AMPC_NUM_DEVICE_TYPES; d++) any_on |= enabled[d];
-    if (!any_on || excluded || ampc_op_autocast_policy(op) == AMPC_AC_POLICY_NONE) return 0;
+    bool any_policy = false;
+    for (int d = 0; d < AMPC_NUM_DEVICE_TYPES; d++)
+        any_policy |= enabled[d] && ampc_op_autocast_policy_on(op, (ampc_device_type)d) != AMPC_AC_POLICY_NONE;
+    if (!any_policy || excluded) return 0;
     return ampc_autocast_enter(op, n, inputs, explicit_dtype, ac);
 }
 

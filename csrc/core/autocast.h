@@ -55,6 +55,10 @@ typedef struct ampc_autocast_scope {
  * may contain NULLs (optional arguments). */
 int ampc_autocast_enter(ampc_op op, int n, const ampc_tensor *const *inputs, bool explicit_dtype,
                          ampc_autocast_scope *ac);
+/* cat / stack under a promote policy (torch's CPU list): their own dtype promotion already gives
+ * the promoted result, so nothing is cast; this only raises torch's error for a lower-precision
+ * input of another type than the region's. 0: go on; -1: error set. */
+int ampc_autocast_check_list_promote(ampc_op op, int n, const ampc_tensor *const *ts);
 void *ampc_autocast_exit(ampc_autocast_scope *ac, void *result);
 /* enter() for frontends serving many ops: 0 at once when autocast is off everywhere or the op's
  * row says AC_NONE. */

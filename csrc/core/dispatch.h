@@ -60,7 +60,9 @@ ampc_op_kind ampc_op_kind_of(ampc_op op);
 const char *ampc_op_kind_name(ampc_op_kind kind);
 bool ampc_op_is_elementwise(ampc_op op); /* UNARY, BINARY, COMPARE or TERNARY */
 bool ampc_op_has_kernels(ampc_op op);    /* BACKENDS ALL: every backend must register a kernel */
-ampc_autocast_policy ampc_op_autocast_policy(ampc_op op);
+ampc_autocast_policy ampc_op_autocast_policy(ampc_op op); /* the AUTOCAST column: torch's CUDA lists */
+/* The policy on device type dev: the column on CUDA, torch's CPU lists on the CPU (autocast_cpu.c). */
+ampc_autocast_policy ampc_op_autocast_policy_on(ampc_op op, ampc_device_type dev);
 ampc_grad_kind ampc_op_grad_kind(ampc_op op);
 const char *ampc_op_grad_name(ampc_op op); /* "ExpBackward0" for GRAD rows, NULL otherwise */
 /* The op whose row has PyTorch's name `name`, or -1. */

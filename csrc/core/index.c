@@ -806,6 +806,7 @@ static ampc_dtype promote_all(int n, const ampc_tensor *const *ts) {
 static bool cat_skips(const ampc_tensor *t) { return t->ndim == 1 && t->shape[0] == 0; }
 
 ampc_tensor *ampc_cat(int n, const ampc_tensor *const *ts, int64_t dim) {
+    if (ampc_autocast_check_list_promote(AMPC_OP_CAT, n, ts) < 0) return NULL;
     if (n > 0 && ampc_any_requires_grad(n, ts)) return ampc_ad_cat(n, ts, dim); /* copies below then record nothing */
     if (n <= 0) {
         ampc_set_error(AMPC_E_VALUE, "cat(): expected a non-empty list of Tensors");
@@ -867,6 +868,7 @@ ampc_tensor *ampc_cat(int n, const ampc_tensor *const *ts, int64_t dim) {
 }
 
 ampc_tensor *ampc_stack(int n, const ampc_tensor *const *ts, int64_t dim) {
+    if (ampc_autocast_check_list_promote(AMPC_OP_STACK, n, ts) < 0) return NULL;
     if (n > 0 && ampc_any_requires_grad(n, ts)) return ampc_ad_stack(n, ts, dim); /* copies below then record nothing */
     if (n <= 0) {
         ampc_set_error(AMPC_E_RUNTIME, "stack expects a non-empty TensorList");

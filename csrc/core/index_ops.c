@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "autograd.h"
 #include "derivatives.h"
 #include "index_internal.h"
@@ -216,6 +217,10 @@ ampc_status ampc_index_copy_(ampc_tensor *a, int64_t dim, const ampc_tensor *ind
 }
 
 ampc_tensor *ampc_index_copy(const ampc_tensor *a, int64_t dim, const ampc_tensor *index, const ampc_tensor *source) {
+    /* torch's CPU autocast list promotes index_copy's self and source (core/autocast_cpu.c) */
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter_op(AMPC_OP_INDEX_COPY, 3, (const ampc_tensor *[]){a, index, source}, false, &ac);
+    if (acr) return acr < 0 ? NULL : ampc_autocast_exit(&ac, ampc_index_copy(ac.t[0], dim, ac.t[1], ac.t[2]));
     ampc_tensor *out = ampc_clone(a);
     if (out && index_write(out, dim, index, source, ampc_scalar_none()) != AMPC_OK) return fail_drop(out);
     return out ? ad_recorded(out, index_write_record(AMPC_OP_INDEX_COPY, a, dim, index, source, out)) : NULL;

@@ -191,6 +191,10 @@ static ampc_status pool_forward(const pool_kind *kd, const ampc_tensor *input, p
                                 ampc_tensor **out, ampc_tensor **indices) {
     *out = NULL;
     if (indices) *indices = NULL;
+    /* torch's CPU autocast list runs the 3-d pools in fp32 (core/autocast_cpu.c) */
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter_op(kd->fwd, 1, &input, false, &ac);
+    if (acr) return acr < 0 ? ampc_last_status() : ampc_autocast_exit_status(&ac, pool_forward(kd, ac.t[0], w, out_size, out, indices));
     ampc_tensor *x5 = pool_input5(kd, input);
     if (!x5) return ampc_last_status();
     int64_t o[3] = {1, 1, 1};

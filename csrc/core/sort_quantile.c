@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "derivatives.h"
 #include "ops.h"
 #include "sort.h"
@@ -38,6 +39,13 @@ static ampc_tensor *lerp(ampc_tensor *start, ampc_tensor *end, ampc_tensor *w) {
 
 ampc_tensor *ampc_quantile(const ampc_tensor *a, const ampc_tensor *q, bool has_dim, int64_t dim, bool keepdim,
                            const char *interpolation, bool ignore_nan) {
+    /* torch's CPU autocast list: quantile and nanquantile in fp32 (core/autocast_cpu.c) */
+    ampc_autocast_scope ac;
+    int acr = ampc_autocast_enter_op(AMPC_OP_QUANTILE, 2, (const ampc_tensor *[]){a, q}, false, &ac);
+    if (acr)
+        return acr < 0 ? NULL
+                       : ampc_autocast_exit(&ac, ampc_quantile(ac.t[0], ac.t[1], has_dim, dim, keepdim, interpolation,
+                                                               ignore_nan));
     static const char *const modes[] = {"linear", "lower", "higher", "midpoint", "nearest"};
     int mode = -1;
     for (int i = 0; i < 5; i++)

@@ -121,13 +121,19 @@ static PyObject *py_clear_cache(PyObject *self, PyObject *unused) {
 
 static PyObject *py_cache_size(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(ampc_autocast_cache_size()); }
 
-/* {name: policy} of the whole table, for tests and documentation. */
-static PyObject *py_policy_table(PyObject *self, PyObject *unused) {
+/* {name: policy} of the whole table on a device type ("cuda" by default: the AUTOCAST column; "cpu":
+ * torch's CPU lists), for tests and documentation. */
+static PyObject *py_policy_table(PyObject *self, PyObject *args) {
     static const char *const names[] = {NULL, "lower_precision_fp", "fp32", "fp32_set_opt_dtype", "promote", "banned"};
+    const char *device_type = "cuda";
+    if (!PyArg_ParseTuple(args, "|s", &device_type)) return NULL;
+    if (strcmp(device_type, "cuda") != 0 && strcmp(device_type, "cpu") != 0)
+        return PyErr_Format(PyExc_ValueError, "_autocast_policy_table: device type 'cuda' or 'cpu', got '%s'", device_type);
+    ampc_device_type dev = strcmp(device_type, "cpu") == 0 ? AMPC_CPU : AMPC_CUDA;
     PyObject *d = PyDict_New();
     if (!d) return NULL;
     for (int i = 0; i < AMPC_NUM_OPS; i++) {
-        ampc_autocast_policy policy = ampc_op_autocast_policy((ampc_op)i);
+        ampc_autocast_policy policy = ampc_op_autocast_policy_on((ampc_op)i, dev);
         if (policy == AMPC_AC_POLICY_NONE) continue;
         PyObject *v = PyUnicode_FromString(names[policy]);
         if (!v || PyDict_SetItemString(d, ampc_op_name((ampc_op)i), v) < 0) {
@@ -153,6 +159,6 @@ PyMethodDef ampc_py_module_methods_autocast[] = {
     {"autocast_decrement_nesting", py_decrement_nesting, METH_NOARGS, "Leaves an autocast region; returns depth."},
     {"clear_autocast_cache", py_clear_cache, METH_NOARGS, "Drops every cached weight cast."},
     {"_autocast_cache_size", py_cache_size, METH_NOARGS, "Number of cached weight casts (for tests)."},
-    {"_autocast_policy_table", py_policy_table, METH_NOARGS, "The cast policy of every autocast op."},
+    {"_autocast_policy_table", py_policy_table, METH_VARARGS, "The cast policy of every autocast op on a device type (\"cuda\": the op table's column, \"cpu\": torch's CPU lists)."},
     {NULL, NULL, 0, NULL},
 };

@@ -14,6 +14,7 @@ import warnings
 from . import _C
 from ._C import Tensor
 from ._functions import _check_tensor, _dtype_stem, _wrap_dim
+from .amp._policy import autocast_policy  # noqa: E402  (torch's autocast lists name these)
 
 # ---------------------------------------------------------------- helpers
 
@@ -278,6 +279,7 @@ def ger(input, vec2, *, out=None):
     return outer(input, vec2, out=out)
 
 
+@autocast_policy(cuda='promote')
 def tensordot(a, b, dims=2, out=None):
     _check_tensor("tensordot", a, "a")
     _check_tensor("tensordot", b, "b", 2)
@@ -321,6 +323,7 @@ def inner(input, other, *, out=None):
     return _into(out, tensordot(input, other, ([-1], [-1])), "inner")
 
 
+@autocast_policy(cuda='promote')
 def vdot(input, other, *, out=None):
     _check_tensor("vdot", input)
     _check_tensor("vdot", other, "other", 2)
@@ -349,11 +352,13 @@ def _beta_alpha(fname, input, product, beta, alpha):
     return (input if beta == 1 else input * beta) + scaled
 
 
+@autocast_policy(cuda='lower_precision_fp')
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     _check_tensor("addr", input)
     return _into(out, _beta_alpha("addr", input, outer(vec1, vec2), beta, alpha), "addr")
 
 
+@autocast_policy(cuda='lower_precision_fp')
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     _check_tensor("addmv", input)
     _check_tensor("addmv", mat, "mat", 2)
@@ -361,6 +366,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     return _into(out, _beta_alpha("addmv", input, _C.mv(mat, vec), beta, alpha), "addmv")
 
 
+@autocast_policy(cuda='lower_precision_fp', cpu='lower_precision_fp')
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     _check_tensor("addbmm", input)
     _check_tensor("addbmm", batch1, "batch1", 2)
@@ -370,6 +376,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return _into(out, _beta_alpha("addbmm", input, _C.bmm(batch1, batch2).sum(0), beta, alpha), "addbmm")
 
 
+@autocast_policy(cuda='lower_precision_fp')
 def chain_matmul(*matrices, out=None):
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. "
                   "Use torch.linalg.multi_dot instead", UserWarning, stacklevel=2)
@@ -408,6 +415,7 @@ def matrix_power(input, n, *, out=None):
     return _into(out, result.clone() if result is input else result, "matrix_power")
 
 
+@autocast_policy(cpu='fp32')
 def trace(input):
     _check_tensor("trace", input)
     if input.dim() != 2:
@@ -419,6 +427,7 @@ def trace(input):
     return diag.sum()
 
 
+@autocast_policy(cuda='promote')
 def cross(input, other, dim=None, *, out=None):
     _check_tensor("cross", input)
     _check_tensor("cross", other, "other", 2)

@@ -7,14 +7,17 @@ from . import _C
 from ._C import Tensor
 from ._composed import _dt, broadcast_shapes, combinations
 from ._functions import _check_tensor
+from .amp._policy import autocast_policy  # noqa: E402  (torch's autocast lists name these)
 
 
+@autocast_policy(cuda='fp32')
 def dist(input, other, p=2):
     _check_tensor("dist", input)
     _check_tensor("dist", other, "other", 2)
     return _C.vector_norm(input - other, p)
 
 
+@autocast_policy(cuda='fp32', cpu='fp32')
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     _check_tensor("cdist", x1, "x1")
     _check_tensor("cdist", x2, "x2", 2)

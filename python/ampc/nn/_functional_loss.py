@@ -16,6 +16,7 @@ import warnings
 
 from .. import _C
 from . import functional as _F
+from ..amp._policy import autocast_policy  # noqa: E402  (torch's autocast lists name these)
 
 __all__ = [
     "kl_div", "huber_loss", "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
@@ -96,6 +97,7 @@ def _kl_div_core(input, target, reduction, log_target):
     return _reduce(out, reduction)
 
 
+@autocast_policy(cuda='fp32', cpu='fp32')
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     if size_average is not None or reduce is not None:
         red = _reduction_str(reduction, size_average, reduce)
@@ -138,6 +140,7 @@ def _weighted_pointwise(kind, input, target, weight, size_average, reduce, reduc
     return _weighted((x - t) ** 2 if kind == "mse" else (x - t).abs(), weight, reduction, True)
 
 
+@autocast_policy(cuda='fp32', cpu='fp32')
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _size_warning(input, target)
     delta = float(delta)
@@ -169,6 +172,7 @@ def _poisson_nll_core(input, target, log_input, full, eps, reduction):
     return _reduce(loss, reduction)
 
 
+@autocast_policy(cuda='fp32', cpu='fp32')
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
     if size_average is not None or reduce is not None:
@@ -211,6 +215,7 @@ def _margin_ranking_core(input1, input2, target, margin, reduction):
     return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 
 
+@autocast_policy(cuda='fp32', cpu='fp32')
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_str(reduction, size_average, reduce)
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
@@ -228,6 +233,7 @@ def _hinge_embedding_core(input, target, margin, reduction):
     return _reduce(out, reduction)
 
 
+@autocast_policy(cuda='fp32', cpu='fp32')
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     return _hinge_embedding_core(input, target, float(margin), _reduction_str(reduction, size_average, reduce))
 
@@ -254,6 +260,7 @@ def _cosine_embedding_core(input1, input2, target, margin, reduction):
     return _reduce(out, reduction)
 
 
+@autocast_policy(cuda='fp32', cpu='fp32')
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     return _cosine_embedding_core(input1, input2, target, float(margin), _reduction_str(reduction, size_average, reduce))
 
@@ -264,6 +271,7 @@ def _soft_margin_core(input, target, reduction):
     return _reduce(M.log1p(M.exp(-input * target)), reduction)
 
 
+@autocast_policy(cuda='fp32', cpu='fp32')
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     return _soft_margin_core(input, target, _reduction_str(reduction, size_average, reduce))
 
@@ -301,6 +309,7 @@ def _multi_margin_core(input, target, p, margin, weight, reduction):
     return _reduce(loss, reduction)
 
 
+@autocast_policy(cuda='fp32', cpu='fp32')
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_str(reduction, size_average, reduce)
     if p != 1 and p != 2:
@@ -334,6 +343,7 @@ def _multilabel_margin_core(input, target, reduction):
     return _reduce(loss, reduction)
 
 
+@autocast_policy(cuda='fp32', cpu='fp32')
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     return _multilabel_margin_core(input, target, _reduction_str(reduction, size_average, reduce))
 
@@ -375,6 +385,7 @@ def _triplet_margin_core(anchor, positive, negative, margin, p, eps, swap, reduc
     return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
 
 
+@autocast_policy(cuda='fp32', cpu='fp32')
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     reduction = _reduction_str(reduction, size_average, reduce)

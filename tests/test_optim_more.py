@@ -336,3 +336,65 @@ def test_update_bn_and_swalr_match_torch():
             as_.step()
             assert as_.get_last_lr() == ts.get_last_lr()
         assert set(as_.state_dict()) == set(ts.state_dict())
+
+
+# ---------------------------------------------------------------------------------------------- Adafactor, Muon
+@pytest.mark.parametrize("kw", [{}, {"lr": 0.05, "beta2_decay": -0.5, "eps": (1e-6, 1e-2), "d": 2.0,
+                                     "weight_decay": 0.1, "maximize": True}])
+def test_adafactor_matches_torch(kw):
+    rng = np.random.default_rng(21)
+    shapes = [(5, 3), (7,), (2, 3, 4), ()]
+    tp, ap = make_pair(rng, shapes=shapes)
+    topt, aopt = torch.optim.Adafactor(tp, **kw), aoptim.Adafactor(ap, **kw)
+    for _ in range(5):
+        set_grads(rng, tp, ap)
+        topt.step()
+        aopt.step()
+    for a, t in zip(ap, tp):
+        assert_allclose(a, t, rtol=1e-5, atol=1e-6)
+    ts, as_ = topt.state_dict(), aopt.state_dict()
+    for k in ts["state"]:
+        assert list(ts["state"][k]) == list(as_["state"][k])
+        for key, v in ts["state"][k].items():
+            assert_allclose(as_["state"][k][key], v, rtol=1e-5, atol=1e-6)
+    assert set(ts["param_groups"][0]) == set(as_["param_groups"][0])
+
+
+@pytest.mark.parametrize("kw", [{}, {"lr": 0.02, "nesterov": False, "adjust_lr_fn": "match_rms_adamw",
+                                     "weight_decay": 0.0, "ns_steps": 3}])
+def test_muon_matches_torch(kw):
+    rng = np.random.default_rng(22)
+    shapes = [(6, 4), (3, 8)]
+    tp, ap = make_pair(rng, shapes=shapes)
+    topt, aopt = torch.optim.Muon(tp, **kw), aoptim.Muon(ap, **kw)
+    for _ in range(3):
+        set_grads(rng, tp, ap)
+        topt.step()
+        aopt.step()
+    for a, t in zip(ap, tp):
+        # the Newton-Schulz iteration runs in bfloat16: matmul accumulation order shows at bf16 ulps
+        assert_allclose(a, t, rtol=2e-2, atol=2e-3)
+    with pytest.raises(ValueError, match="Muon only supports 2D parameters"):
+        aoptim.Muon([ampc.nn.Parameter(ampc.ones(3))])
+
+
+def test_swap_in_optimizer_params_and_state_matches_torch():
+    rng = np.random.default_rng(23)
+    out = []
+    for M, O in ((torch, torch.optim), (ampc, aoptim)):
+        w = M.nn.Parameter(M.tensor(np.ones((2, 3), dtype=np.float32)))
+        opt = O.SGD([w], lr=0.1, momentum=0.9)
+        w.grad = M.ones(2, 3)
+        opt.step()
+        sd = opt.state_dict()
+        other = M.nn.Parameter(M.tensor(np.full((2, 3), 5.0, dtype=np.float32)))
+        other.grad = M.ones(2, 3)
+        swap_state = {"state": {0: {"momentum_buffer": M.full((2, 3), 2.0)}},
+                      "param_groups": [dict(sd["param_groups"][0], lr=1.0)]}
+        with O.swap_in_optimizer_params_and_state(opt, {"w": other}, swap_state):
+            assert opt.param_groups[0]["lr"] == 1.0
+            opt.step()
+        assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[0]["params"][0] is w
+        out.append((w.detach().numpy().tolist(), other.detach().numpy().tolist(),
+                    swap_state["state"][0]["momentum_buffer"].numpy().tolist()))
+    assert out[0] == out[1]

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 
 #include "dispatch.h" /* ampc_op, for ampc_optim_scalar_state */
+#include "half.h"     /* AMPC_HD */
 #include "tensor.h"
 
 #ifdef __cplusplus
@@ -116,8 +117,8 @@ ampc_status ampc_fused_asgd_(const ampc_optim_tensors *t, const ampc_asgd_option
 /* state[0] prev, state[1] step_size. */
 ampc_status ampc_fused_rprop_(const ampc_optim_tensors *t, const ampc_rprop_options *o);
 
-/* Whether state slot j (0..2) of `op` holds a per-parameter 0-dim float32 scalar. */
-static inline bool ampc_optim_scalar_state(ampc_op op, int j) {
+/* Whether state slot j (0..2) of `op` holds a per-parameter 0-dim float32 scalar (host and device). */
+AMPC_HD bool ampc_optim_scalar_state(ampc_op op, int j) {
     return (op == AMPC_OP_FUSED_NADAM && j == 2) || (op == AMPC_OP_FUSED_ASGD && j >= 1);
 }
 

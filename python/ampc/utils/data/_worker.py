@@ -215,7 +215,7 @@ class _MultiProcessIter:
     def _base_seed(self):
         gen = self._loader.generator
         kw = {} if gen is None else {"generator": gen}
-        return int(_C.empty((), dtype=_C.int64).random_(**kw).item())
+        return int(_C.empty((), dtype=_C.int64, device="cpu").random_(**kw).item())
 
     def _reset(self, first_iter=False):
         self._send_idx = 0   # the next task to hand out

@@ -144,7 +144,7 @@ class WeightedRandomSampler(Sampler):
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
         if not isinstance(replacement, bool):
             raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
-        weights_tensor = _C.as_tensor(weights, dtype=_C.float64)
+        weights_tensor = _C.as_tensor(weights, dtype=_C.float64, device="cpu")  # torch: CPU weights
         if len(weights_tensor.shape) != 1:
             raise ValueError("weights should be a 1d sequence but given "
                              f"weights have shape {tuple(weights_tensor.shape)}")
@@ -193,7 +193,7 @@ class DistributedSampler(Sampler):
 
             g = Generator()
             g.manual_seed(self.seed + self.epoch)
-            indices = _C.randperm(len(self.dataset), generator=g).tolist()
+            indices = _C.randperm(len(self.dataset), generator=g, device="cpu").tolist()
         else:
             indices = list(range(len(self.dataset)))
         if not self.drop_last:

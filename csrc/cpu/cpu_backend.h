@@ -23,5 +23,6 @@ void ampc_cpu_register_optim(void);        /* cpu_optim.c: OPTIM (fused optimize
 void ampc_cpu_register_sort(void);         /* cpu_sort.c: SORT (sorting and selection), and: */
 void ampc_cpu_register_sort_search(void);  /* cpu_sort_search.c: searchsorted, unique runs, histograms */
 void ampc_cpu_register_nn_loss_ctc(void);  /* cpu_nn_loss_ctc.c: ctc_loss (issue 13, loss) */
+void ampc_cpu_register_nn_pdist(void);     /* cpu_nn_pdist.c: pdist (issue 13, loss) */
 
 #endif

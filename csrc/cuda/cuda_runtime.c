@@ -184,6 +184,7 @@ void ampc_cuda_register(void) {
     ampc_cuda_register_optim();
     ampc_cuda_register_sort();
     ampc_cuda_register_nn_loss_ctc();
+    ampc_cuda_register_nn_pdist();
     if (device_count == 0) return;
     ampc_cuda_register_allocators();
 }

@@ -52,9 +52,5 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
                                               pos_weight=pos_weight)
 
 
-def pdist(input, p=2):  # issue 13, loss
-    return F.pdist(input, p)
-
-
 FUNCTIONS = {name: fn for name, fn in globals().items() if callable(fn) and not name.startswith("_")
              and getattr(fn, "__module__", None) == __name__}

@@ -51,9 +51,10 @@
         for (; i < c; i++) mx = x[i] > mx ? x[i] : mx;                                                             \
         return mx;                                                                                                 \
     }                                                                                                              \
-    /* log(sum exp(x - mx)) + mx: float lanes, added up in double */                                             \
-    ATTR static float row_lse_##S(const float *x, int64_t c) {                                                     \
+    /* log(sum exp(x - mx)) (float lanes, added up in double), *mx_out = mx = the row's max */                    \
+    ATTR static double row_logsum_##S(const float *x, int64_t c, float *mx_out) {                                  \
         float mx = row_max_##S(x, c);                                                                              \
+        *mx_out = mx;                                                                                              \
         float s[LANES];                                                                                            \
         for (int l = 0; l < LANES; l++) s[l] = 0;                                                                  \
         int64_t i = 0;                                                                                             \
@@ -62,16 +63,16 @@
         double sum = 0;                                                                                            \
         for (int l = 0; l < LANES; l++) sum += s[l];                                                               \
         for (; i < c; i++) sum += ce_expf_##S(x[i] - mx);                                                          \
-        return (float)((double)mx + log(sum));                                                                     \
+        return log(sum);                                                                                           \
     }                                                                                                              \
-    /* grad row: g_c = ga * p_c (+ smoothing), p_c = exp(x_c - lse) */                                             \
-    ATTR static void row_grad_##S(const float *x, float *gx, int64_t c, float lse, float ga, float gb,             \
+    /* grad row: g_c = ga * p_c (+ smoothing), p_c = exp((x_c - s1) - s2), lse = s1 + s2 */                         \
+    ATTR static void row_grad_##S(const float *x, float *gx, int64_t c, float s1, float s2, float ga, float gb,    \
                                   const float *wf, float wsum) {                                                   \
         if (!wf) {                                                                                                 \
-            for (int64_t i = 0; i < c; i++) gx[i] = ga * ce_expf_##S(x[i] - lse);                                  \
+            for (int64_t i = 0; i < c; i++) gx[i] = ga * ce_expf_##S((x[i] - s1) - s2);                            \
         } else { /* label smoothing: a1 p_c + a2 (p_c sum(w) - w_c), ga = g a1, gb = g a2 */                        \
             for (int64_t i = 0; i < c; i++) {                                                                      \
-                float p = ce_expf_##S(x[i] - lse);                                                                 \
+                float p = ce_expf_##S((x[i] - s1) - s2);                                                           \
                 gx[i] = ga * p + gb * (p * wsum - wf[i]);                                                          \
             }                                                                                                      \
         }                                                                                                          \
@@ -104,7 +105,7 @@ AVX2 static inline __m256 ce_exp8(__m256 x) {
     return _mm256_andnot_ps(under, _mm256_mul_ps(e, _mm256_castsi256_ps(bits)));
 }
 
-AVX2 static float row_lse_avx2(const float *x, int64_t c) {
+AVX2 static double row_logsum_avx2(const float *x, int64_t c, float *mx_out) {
     __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
     int64_t i = 0;
     for (; i + 16 <= c; i += 16) {
@@ -116,6 +117,7 @@ AVX2 static float row_lse_avx2(const float *x, int64_t c) {
     float mx = -INFINITY;
     for (int l = 0; l < 8; l++) mx = lanes[l] > mx ? lanes[l] : mx;
     for (int64_t k = i; k < c; k++) mx = x[k] > mx ? x[k] : mx;
+    *mx_out = mx;
     __m256 vm = _mm256_set1_ps(mx), s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     for (i = 0; i + 32 <= c; i += 32) {
         s0 = _mm256_add_ps(s0, ce_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm)));
@@ -128,26 +130,26 @@ AVX2 static float row_lse_avx2(const float *x, int64_t c) {
     _mm256_storeu_ps(lanes, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
     for (int l = 0; l < 8; l++) sum += lanes[l];
     for (; i < c; i++) sum += ce_expf_base(x[i] - mx);
-    return (float)((double)mx + log(sum));
+    return log(sum);
 }
 
-AVX2 static void row_grad_avx2(const float *x, float *gx, int64_t c, float lse, float ga, float gb, const float *wf,
-                               float wsum) {
-    __m256 vl = _mm256_set1_ps(lse), va = _mm256_set1_ps(ga), vb = _mm256_set1_ps(gb), vs = _mm256_set1_ps(wsum);
+AVX2 static void row_grad_avx2(const float *x, float *gx, int64_t c, float s1, float s2, float ga, float gb,
+                               const float *wf, float wsum) {
+    __m256 v1 = _mm256_set1_ps(s1), v2 = _mm256_set1_ps(s2), va = _mm256_set1_ps(ga), vb = _mm256_set1_ps(gb), vs = _mm256_set1_ps(wsum);
     int64_t i = 0;
     if (!wf) {
         for (; i + 8 <= c; i += 8)
-            _mm256_storeu_ps(gx + i, _mm256_mul_ps(va, ce_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vl))));
-        for (; i < c; i++) gx[i] = ga * ce_expf_base(x[i] - lse);
+            _mm256_storeu_ps(gx + i, _mm256_mul_ps(va, ce_exp8(_mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), v1), v2))));
+        for (; i < c; i++) gx[i] = ga * ce_expf_base((x[i] - s1) - s2);
         return;
     }
     for (; i + 8 <= c; i += 8) {
-        __m256 p = ce_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vl));
+        __m256 p = ce_exp8(_mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), v1), v2));
         __m256 sm = _mm256_fmsub_ps(p, vs, _mm256_loadu_ps(wf + i));
         _mm256_storeu_ps(gx + i, _mm256_fmadd_ps(va, p, _mm256_mul_ps(vb, sm)));
     }
     for (; i < c; i++) {
-        float p = ce_expf_base(x[i] - lse);
+        float p = ce_expf_base((x[i] - s1) - s2);
         gx[i] = ga * p + gb * (p * wsum - wf[i]);
     }
 }
@@ -166,24 +168,24 @@ static bool use_avx2(void) {
 #endif
 }
 
-static float row_lse(bool avx2, const float *x, int64_t c) {
+static double row_logsum(bool avx2, const float *x, int64_t c, float *mx) {
 #ifdef CE_AVX2
-    if (avx2) return row_lse_avx2(x, c);
+    if (avx2) return row_logsum_avx2(x, c, mx);
 #endif
     (void)avx2;
-    return row_lse_base(x, c);
+    return row_logsum_base(x, c, mx);
 }
 
-static void row_grad(bool avx2, const float *x, float *gx, int64_t c, float lse, float ga, float gb, const float *wf,
-                     float wsum) {
+static void row_grad(bool avx2, const float *x, float *gx, int64_t c, float s1, float s2, float ga, float gb,
+                     const float *wf, float wsum) {
 #ifdef CE_AVX2
     if (avx2) {
-        row_grad_avx2(x, gx, c, lse, ga, gb, wf, wsum);
+        row_grad_avx2(x, gx, c, s1, s2, ga, gb, wf, wsum);
         return;
     }
 #endif
     (void)avx2;
-    row_grad_base(x, gx, c, lse, ga, gb, wf, wsum);
+    row_grad_base(x, gx, c, s1, s2, ga, gb, wf, wsum);
 }
 
 void cpu_ce_rows_forward(const ce_rows_job *j) {
@@ -194,8 +196,10 @@ void cpu_ce_rows_forward(const ce_rows_job *j) {
 #endif
     for (int64_t r = 0; r < n; r++) {
         const float *x = j->x + r * c;
-        float lse = row_lse(avx2, x, c);
-        j->lse[r] = lse;
+        float mx;
+        double logsum = row_logsum(avx2, x, c, &mx);
+        double lse = (double)mx + logsum; /* the loss uses it unrounded: x_t - lse loses no bits to a large max */
+        j->lse[r] = (float)lse;
         j->row_loss[r] = j->row_weight[r] = 0;
         int64_t cls = nn_get_index(j->target_dtype, j->target, r);
         if (cls == j->ignore) continue;
@@ -228,7 +232,11 @@ void cpu_ce_rows_backward(const ce_rows_job *j) {
         }
         double g = j->grad ? (double)j->grad[r] : j->gscale;
         double a1 = (1 - j->ls) * j->w[cls], a2 = j->ls / (double)c;
-        row_grad(avx2, j->x + r * c, gx, c, j->lse[r], (float)(g * a1), (float)(g * a2), smooth ? j->wf : NULL,
+        /* p = exp(x - lse) from the stored float lse, unless |lse| is large enough for its rounding
+         * to matter (ulp(16) / 2 = 1e-6): then from the row's max and log-sum, recomputed */
+        float s1 = j->lse[r], s2 = 0;
+        if (!(fabsf(s1) < 16)) s2 = (float)row_logsum(avx2, j->x + r * c, c, &s1);
+        row_grad(avx2, j->x + r * c, gx, c, s1, s2, (float)(g * a1), (float)(g * a2), smooth ? j->wf : NULL,
                  (float)j->wsum);
         gx[cls] -= (float)(g * a1);
     }

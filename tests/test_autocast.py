@@ -100,6 +100,7 @@ CASES = {
     "logsumexp": [([lp((3, 4))], lambda m, x: m.logsumexp(x, 1))],
     "ctc_loss": [([lp((6, 2, 4), -3.0, -0.1), idx((2, 2), 3)],  # issue 13, loss
                   lambda m, x, t: m.F.ctc_loss(x, t + 1, [6, 5], [2, 1], reduction="none"))],
+    "pdist": [([lp((5, 3))], lambda m, x: m.F.pdist(x))],  # issue 13, loss
     # issue 12: torch's CUDA fp32 list
     "acos": [([lp((3, 4), -0.9, 0.9)], lambda m, x: m.acos(x)), ([lp((3, 4), -0.9, 0.9)], lambda m, x: x.arccos())],
     "asin": [([lp((3, 4), -0.9, 0.9)], lambda m, x: m.asin(x))],
@@ -233,6 +234,15 @@ TORCH_CUDA_ONLY = {"_thnn_fused_lstm_cell", "_thnn_fused_gru_cell"}
 
 def _thnn(m, name):  # issue 13: rnn (torch has the fused cells as torch.ops.aten.* only, CUDA kernels only)
     return getattr(_C, name) if m is AM else getattr(torch.ops.aten, name)
+# PyTorch's CPU autocast lists differ from the CUDA lists ampc mirrors (pytorch-amp.md §1.6):
+# torch's CPU lower-precision list has no mv; its CPU fp32 list has no exp/log/pow/.../layer_norm/
+# norm/logsumexp and no fp32_set_opt_dtype rows but prod; it has no promote rows (dot, index_put,
+# scatter_add then raise on mixed dtypes). Only the rows where both policies agree are compared.
+TORCH_CPU_DIFFERS = {"mv", "exp", "log", "reciprocal", "rsqrt", "pow", "softplus", "layer_norm", "group_norm",
+                     "norm", "logsumexp", "softmax", "log_softmax", "sum", "cumsum", "dot", "index_put",
+                     "scatter_add", "acos", "asin", "cosh", "sinh", "tan", "log1p", "expm1", "log2", "log10",
+                     "erfinv", "cumprod"}
+TORCH_CPU_DIFFERS |= {"pdist"}  # issue 13, loss: torch's CPU fp32 list has no pdist (it raises for fp16/bf16)
 
 
 @pytest.mark.parametrize("lp_name", list(LP))

@@ -272,3 +272,46 @@ def test_loss_modules_state_dict_and_buffers():
     tl = torch.nn.AdaptiveLogSoftmaxWithLoss(16, 20, [5, 10], div_value=2.0)
     assert list(al.state_dict()) == list(tl.state_dict())
     assert [tuple(v.shape) for v in al.state_dict().values()] == [tuple(v.shape) for v in tl.state_dict().values()]
+
+
+# ---------------------------------------------------------------- cross_entropy's (N, C) float32 fast path
+
+@pytest.mark.parametrize("kw", [dict(), dict(label_smoothing=0.15), dict(reduction="none"), dict(reduction="sum"),
+                                dict(ignore_index=3), dict(weight=True), dict(weight=True, label_smoothing=0.1)])
+def test_cross_entropy_float32_rows_match_torch(kw):
+    """the row kernels (cpu/cpu_nn_loss_ce_rows.c): values and grads within float32's reach of
+    torch's, for wide rows (a 37-wide tail past the 8-lane loops), logits spread over +-60 (exp
+    arguments down to the -87 cut), every option"""
+    r = np.random.default_rng(len(str(kw)))
+    n, c = 48, 2085
+    x = (r.standard_normal((n, c)) * r.uniform(0.1, 20, (n, 1))).astype(np.float32)
+    t = r.integers(0, c, n)
+    t[::7] = 3
+    kw = dict(kw)
+    if kw.pop("weight", False):
+        kw["weight"] = r.uniform(0.2, 3, c).astype(np.float32)
+    xm, xt = pair(x, grad=True)
+    km = {k: ampc.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+    kt = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+    a, b = AF.cross_entropy(xm, ampc.tensor(t), **km), TF.cross_entropy(xt, torch.from_numpy(t), **kt)
+    close(a, b, rtol=2e-6, atol=2e-6 * float(b.abs().max()))
+    g = r.standard_normal(tuple(b.shape)).astype(np.float32)
+    a.backward(ampc.tensor(g)), b.backward(torch.from_numpy(g))
+    close(xm.grad, xt.grad, rtol=1e-5, atol=1e-7)
+
+
+def test_cross_entropy_float32_rows_exp_accuracy_and_nan():
+    """softmax probabilities of [0, -d] rows for d across the whole float range of exp (the
+    polynomial's reduction intervals, and past -87 where it returns 0), and NaN/inf rows"""
+    d = np.concatenate([np.linspace(0, 90, 997), [1e-7, 0.34657359, 0.34657360, 87.2, 87.4, 1e4]]).astype(np.float32)
+    x = np.zeros((len(d), 9), np.float32)
+    x[:, 1:] = -d[:, None] * np.arange(1, 9)[None, :] / 8
+    x[-1, 2], x[-2, 4] = np.nan, np.inf
+    xm, xt = pair(x, grad=True)
+    tgt = np.ones(len(d), np.int64)
+    a = AF.cross_entropy(xm, ampc.tensor(tgt), reduction="none")
+    b = TF.cross_entropy(xt, torch.from_numpy(tgt), reduction="none")
+    np.testing.assert_array_equal(np.isnan(a.detach().numpy()), np.isnan(b.detach().numpy()))
+    close(a[:-2], b[:-2], rtol=2e-6, atol=1e-6)
+    a[:-2].sum().backward(), b[:-2].sum().backward()
+    close(xm.grad[:-2], xt.grad[:-2], rtol=1e-5, atol=1e-7)

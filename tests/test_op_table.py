@@ -343,6 +343,8 @@ CASES = {
                                             [5, 4], [2, 2], reduction="none"), True),
     "ctc_loss_backward": (lambda M, d: F(M).ctc_loss(T(M, d, (5, 2, 4), grad=True).log_softmax(2),
                                                      I(M, d, [[1, 2], [3, 3]]), [5, 4], [2, 2]), True),
+    "pdist": (lambda M, d: F(M).pdist(T(M, d, (4, 3), grad=True)), True),
+    "_pdist_backward": (lambda M, d: F(M).pdist(T(M, d, (4, 3), grad=True), 3), True),
     "_multi_tensor_norm": (lambda M, d: _clip(M, d), False),
     "_multi_tensor_scale_": (lambda M, d: _clip(M, d), False),
     "_fused_sgd_": (lambda M, d: opt_step(M, d, "SGD", momentum=0.9), False),

@@ -23,6 +23,11 @@ ampc_tensor *ampc_ctc_loss_backward(const ampc_tensor *grad_nll, const ampc_tens
                                     const ampc_tensor *nll, const ampc_tensor *log_alpha, int64_t blank,
                                     bool zero_infinity);
 
+/* input (N, M) float32/float64, p >= 0 (inf allowed) -> the N (N - 1) / 2 row-pair distances */
+ampc_tensor *ampc_pdist(const ampc_tensor *input, double p);
+/* grad and dist of the N (N - 1) / 2 pairs -> grad_input (N, M) */
+ampc_tensor *ampc_pdist_backward(const ampc_tensor *grad, const ampc_tensor *input, const ampc_tensor *dist, double p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,5 +27,6 @@ void ampc_cpu_register_nn_pad(void);      /* cpu_nn_pad.c: the pad rows (issue 1
 void ampc_cpu_register_nn_poolnorm(void);  /* cpu_nn_poolnorm.c: pool3d rows (3-d and adaptive max pools), rms_norm */
 void ampc_cpu_register_nn_loss_ctc(void);  /* cpu_nn_loss_ctc.c: ctc_loss (issue 13, loss) */
 void ampc_cpu_register_nn_attn(void);      /* cpu_nn_attn.c: SDPA_FLASH (+ backward), issue 13 attn */
+void ampc_cpu_register_nn_pdist(void);     /* cpu_nn_pdist.c: pdist (issue 13, loss) */
 
 #endif

@@ -15,6 +15,7 @@
 #include "../core/loss_math.h"
 #include "cpu_backend.h"
 #include "cpu_nn_common.h"
+#include "cpu_nn_loss_ce_rows.h"
 
 /* ---------------------------------------------------------------- cross entropy */
 
@@ -109,6 +110,11 @@ static void ce_common(ce_ctx *c, const ampc_tensor *x, const ampc_tensor *target
     c->reduction = reduction, c->ignore = ignore_index, c->probs = probs, c->ls = label_smoothing;
 }
 
+/* (N, C) float32 logits with class targets: the row kernels of cpu_nn_loss_ce_rows.c */
+static bool ce_fast_rows(const ce_ctx *c) {
+    return c->x->dtype == AMPC_FLOAT32 && c->k == 1 && !c->probs && ampc_is_contiguous(c->x);
+}
+
 static ampc_status cpu_cross_entropy(ampc_op op, const ampc_cross_entropy_args *a) {
     ce_ctx c;
     ce_common(&c, a->logits, a->target, a->reduction, a->ignore_index, a->probs, a->label_smoothing);
@@ -121,7 +127,16 @@ static ampc_status cpu_cross_entropy(ampc_op op, const ampc_cross_entropy_args *
     c.w = w;
     c.row_loss = (double *)malloc(sizeof(double) * (size_t)(2 * rows + 1));
     c.row_weight = c.row_loss ? c.row_loss + rows : NULL;
-    ampc_status st = (w && c.row_loss) ? nn_run_tiles(op, c.n, c.c, c.k, 3, ce_forward_tile, &c) : nn_nomem(op);
+    ampc_status st = (w && c.row_loss) ? AMPC_OK : nn_nomem(op);
+    if (st == AMPC_OK && ce_fast_rows(&c) && a->lse->dtype == AMPC_FLOAT32) {
+        ce_rows_job j = {.x = (const float *)ampc_data_ptr(c.x), .target = ampc_data_ptr(c.target),
+                         .target_dtype = c.target->dtype, .n = c.n, .c = c.c, .ignore = c.ignore, .ls = c.ls,
+                         .w = w, .wsum = c.wsum, .lse = (float *)ampc_data_ptr(a->lse), .row_loss = c.row_loss,
+                         .row_weight = c.row_weight, .bad = &bad, .bad_target = &bad_target};
+        cpu_ce_rows_forward(&j);
+    } else if (st == AMPC_OK) {
+        st = nn_run_tiles(op, c.n, c.c, c.k, 3, ce_forward_tile, &c);
+    }
     if (st == AMPC_OK && bad) st = target_error(bad_target);
     if (st == AMPC_OK) store_losses(a->loss, a->total_weight, c.reduction, c.row_loss, c.row_weight, rows);
     free(w);
@@ -190,7 +205,26 @@ static ampc_status cpu_cross_entropy_backward(ampc_op op, const ampc_cross_entro
     c.gscale = reduced_grad(c.reduction, c.grad, a->total_weight);
     double *w = class_weights(a->weight, c.c, &c.wsum);
     c.w = w;
-    ampc_status st = w ? nn_run_tiles(op, c.n, c.c, c.k, c.gt ? 4 : 3, ce_backward_tile, &c) : nn_nomem(op);
+    ampc_status st = w ? AMPC_OK : nn_nomem(op);
+    bool per_row = c.reduction == AMPC_REDUCTION_NONE;
+    if (st == AMPC_OK && ce_fast_rows(&c) && c.gx && c.gx->dtype == AMPC_FLOAT32 && a->lse->dtype == AMPC_FLOAT32 &&
+        ampc_is_contiguous(c.gx) && (!per_row || c.grad->dtype == AMPC_FLOAT32)) {
+        float *wf = c.ls > 0 ? (float *)malloc(sizeof(float) * (size_t)c.c) : NULL;
+        if (c.ls > 0 && !wf) {
+            free(w);
+            return nn_nomem(op);
+        }
+        for (int64_t i = 0; wf && i < c.c; i++) wf[i] = (float)w[i];
+        ce_rows_job j = {.x = (const float *)ampc_data_ptr(c.x), .target = ampc_data_ptr(c.target),
+                         .target_dtype = c.target->dtype, .n = c.n, .c = c.c, .ignore = c.ignore, .ls = c.ls,
+                         .w = w, .wf = wf, .wsum = c.wsum, .lse = (float *)ampc_data_ptr(c.lse),
+                         .gx = (float *)ampc_data_ptr(c.gx),
+                         .grad = per_row ? (const float *)ampc_data_ptr(c.grad) : NULL, .gscale = c.gscale};
+        cpu_ce_rows_backward(&j);
+        free(wf);
+    } else if (st == AMPC_OK) {
+        st = nn_run_tiles(op, c.n, c.c, c.k, c.gt ? 4 : 3, ce_backward_tile, &c);
+    }
     free(w);
     return st;
 }

@@ -22,4 +22,5 @@ void ampc_cpu_register(void) {
     ampc_cpu_register_nn_poolnorm(); /* issue 13, poolnorm */
     ampc_cpu_register_nn_loss_ctc();
     ampc_cpu_register_nn_attn();
+    ampc_cpu_register_nn_pdist();
 }

@@ -187,6 +187,7 @@ void ampc_cuda_register(void) {
     ampc_cuda_register_nn_pad(); /* issue 13, conv */
     ampc_cuda_register_nn_poolnorm(); /* issue 13, poolnorm */
     ampc_cuda_register_nn_loss_ctc();
+    ampc_cuda_register_nn_pdist();
     if (device_count == 0) return;
     ampc_cuda_register_allocators();
 }

@@ -33,7 +33,17 @@ static PyObject *py_ctc_loss(PyObject *mod, PyObject *args) {
     return ampc_py_wrap(ampc_ctc_loss(lp, tg, il, n_il, tl, n_tl, blank, zero_infinity, NULL));
 }
 
+/* (input (N, M), p) -> the N (N - 1) / 2 row-pair distances */
+static PyObject *py_pdist(PyObject *mod, PyObject *args) {
+    PyObject *x_o;
+    double p;
+    if (!PyArg_ParseTuple(args, "Od:_nn_pdist", &x_o, &p)) return NULL;
+    ampc_tensor *x = ampc_py_unwrap(x_o, "pdist", "input");
+    return x ? ampc_py_wrap(ampc_pdist(x, p)) : NULL;
+}
+
 PyMethodDef ampc_py_module_methods_nn_loss[] = {
+    {"_nn_pdist", METHOD(py_pdist), METH_VARARGS, "_nn_pdist(input, p): pdist's row-pair distances"},
     {"_nn_ctc_loss", METHOD(py_ctc_loss), METH_VARARGS,
      "_nn_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity): per-sample nll"},
     {NULL, NULL, 0, NULL},

@@ -5,7 +5,7 @@ import builtins
 
 from . import _C
 from ._C import Tensor
-from ._composed import _dt, broadcast_shapes, combinations
+from ._composed import _dt, broadcast_shapes
 from ._functions import _check_tensor
 from .amp._policy import autocast_policy  # noqa: E402  (torch's autocast lists name these)
 
@@ -60,11 +60,7 @@ def pdist(input, p=2):
         raise RuntimeError(f"pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    n = input.shape[0]
-    if n < 2:
-        return _C.empty(0, dtype=input.dtype, device=input.device)
-    pairs = combinations(_C.arange(n, device=input.device), 2)
-    return _C.vector_norm(input.index_select(0, pairs[:, 0]) - input.index_select(0, pairs[:, 1]), p, -1)
+    return _C._nn_pdist(input, float(p))  # the C kernel of core/nn_pdist.c (issue 13, loss)
 
 
 def cov(input, *, correction=1, fweights=None, aweights=None):

@@ -39,6 +39,10 @@ NOT_FUZZED.update({name: "issue 12 shape/index op: tests/test_shape_ops.py (no f
     "repeat_interleave", "diagonal", "unfold", "as_strided", "diag", "diag_embed", "diagflat", "diagonal_scatter",
     "select_scatter", "slice_scatter", "fill_diagonal_", "tril_indices", "triu_indices", "masked_select",
     "masked_scatter", "take", "take_along_dim", "put", "scatter_reduce", "index_reduce")})
+# ---- issue 13, loss: checked against torch over random lattices / every p by tests/test_loss_more.py,
+# tests/test_cuda_loss_more.py and the nn parity cases (cases_loss.py); no fuzz generator yet
+NOT_FUZZED.update({name: "issue 13 loss: tests/test_loss_more.py (no fuzz generator yet)" for name in (
+    "ctc_loss", "ctc_loss_backward", "pdist", "_pdist_backward")})
 
 
 def op(name, grad=True, rows=None):

@@ -87,9 +87,10 @@ CASES = [
          [X((4, 5)), I((4,), 5)], id="nn.MultiMarginLoss-p2-weight"),
     Case(F + "multi_margin_loss", _f("multi_margin_loss"), [X((5,)), Sub(lambda M, t: t[0], I((1,), 5))]),
     Case("nn.MultiLabelMarginLoss", lambda M: M.nn.MultiLabelMarginLoss(),
-         [X((4, 5)), Sub(lambda M, t: M.tensor(_MLM_TARGET), I((1,), 2))]),
+         [X((4, 5)), Sub(lambda M, t: M.tensor(_MLM_TARGET, device=t.device), I((1,), 2))]),
     Case(F + "multilabel_margin_loss", _f("multilabel_margin_loss"),
-         [X((5,)), Sub(lambda M, t: M.tensor(_MLM_TARGET[1]), I((1,), 2))], kwargs=dict(reduction="none")),
+         [X((5,)), Sub(lambda M, t: M.tensor(_MLM_TARGET[1], device=t.device), I((1,), 2))],
+         kwargs=dict(reduction="none")),
     Case("nn.MultiLabelSoftMarginLoss", lambda M: M.nn.MultiLabelSoftMarginLoss(weight=_w(M, [1.0, 0.5, 2.0, 0.1, 1.5])),
          [X((4, 5)), Xc((4, 5), 0, 1)]),
     Case(F + "multilabel_soft_margin_loss", _f("multilabel_soft_margin_loss"), [X((3, 4)), Xc((3, 4), 0, 1)],
@@ -110,9 +111,10 @@ CASES = [
 
     # ---------------------------------------------------------------- adaptive softmax
     Case("nn.AdaptiveLogSoftmaxWithLoss", lambda M: M.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=2.0),
-         [X((6, 8)), Sub(lambda M, t: M.tensor([0, 4, 9, 2, 7, 5]), I((1,), 2))]),
+         [X((6, 8)), Sub(lambda M, t: M.tensor([0, 4, 9, 2, 7, 5], device=t.device), I((1,), 2))]),
     Case("nn.AdaptiveLogSoftmaxWithLoss", lambda M: M.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4], head_bias=True),
-         [X((8,)), Sub(lambda M, t: M.tensor(7), I((1,), 2))], id="nn.AdaptiveLogSoftmaxWithLoss-unbatched"),
+         [X((8,)), Sub(lambda M, t: M.tensor(7, device=t.device), I((1,), 2))],
+         id="nn.AdaptiveLogSoftmaxWithLoss-unbatched"),
     Case("nn.AdaptiveLogSoftmaxWithLoss", lambda M: M.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=2.0),
          [X((5, 8))], call=lambda m, x: (m.log_prob(x), m.predict(x)), id="nn.AdaptiveLogSoftmaxWithLoss-log_prob"),
 ]
@@ -124,7 +126,7 @@ def _logp(shape):
 
 
 def _longs(values):
-    return Sub(lambda M, t: M.tensor(values), I((1,), 2))
+    return Sub(lambda M, t: M.tensor(values, device=t.device), I((1,), 2))
 
 
 CASES += [
@@ -134,10 +136,22 @@ CASES += [
     Case("nn.CTCLoss", lambda M: M.nn.CTCLoss(blank=4, reduction="sum", zero_infinity=True),
          [_logp((6, 3, 5)), I((3, 5), 4), _longs([6, 3, 5]), _longs([2, 5, 0])], id="nn.CTCLoss-blank-zeroinf"),
     Case("nn.CTCLoss", lambda M: M.nn.CTCLoss(reduction="none"),
-         [_logp((9, 2, 4)), Sub(lambda M, t: M.tensor([1, 1, 2, 3, 3]), I((1,), 2)), Const((9, 7)), Const((3, 2))],
+         [_logp((9, 2, 4)), Sub(lambda M, t: M.tensor([1, 1, 2, 3, 3], device=t.device), I((1,), 2)), Const((9, 7)),
+          Const((3, 2))],
          id="nn.CTCLoss-concatenated"),
     Case(F + "ctc_loss", _f("ctc_loss"), [_logp((8, 6)), I((3,), 6, low=1), _longs(8), _longs(3)],
          kwargs=dict(reduction="none"), id="ctc_loss-unbatched"),
     Case(F + "ctc_loss", _f("ctc_loss"), [_logp((20, 4, 7)), I((4, 6), 7, low=1), _longs([20, 18, 5, 20]),
                                           _longs([6, 6, 5, 1])], kwargs=dict(zero_infinity=True)),
+]
+
+CASES += [
+    # ---------------------------------------------------------------- pdist
+    Case(F + "pdist", _f("pdist"), [X((6, 4))]),
+    Case(F + "pdist", _f("pdist"), [X((5, 3))], kwargs=dict(p=1), id="pdist-p1"),
+    Case(F + "pdist", _f("pdist"), [X((5, 3))], kwargs=dict(p=3.5), id="pdist-p3.5"),
+    Case(F + "pdist", _f("pdist"), [X((5, 3))], kwargs=dict(p=0.5), id="pdist-p0.5"),
+    Case(F + "pdist", _f("pdist"), [X((4, 3))], kwargs=dict(p=float("inf")), id="pdist-inf"),
+    Case(F + "pdist", _f("pdist"), [X((4, 3))], kwargs=dict(p=0), id="pdist-p0"),
+    Case(F + "pdist", _f("pdist"), [Sub(lambda M, t: t.t(), X((3, 7)))], id="pdist-noncontiguous"),
 ]

@@ -443,3 +443,14 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
 
 
 __all__ += ["ctc_loss"]
+
+
+# ---------------------------------------------------------------- pdist
+
+def pdist(input, p=2):
+    """The p-norm distances of every row pair i < j of input (N, M), row-major: a C kernel
+    (core/nn_pdist.c), forward and backward."""
+    return _C._nn_pdist(input, float(p))
+
+
+__all__ += ["pdist"]

@@ -280,6 +280,10 @@ class RNNBase(Module):
                 w_ih, w_hh = ws[0], ws[1]
                 b_ih, b_hh = (ws[2], ws[3]) if self.bias else (None, None)
                 w_hr = ws[-1] if self.proj_size > 0 else None
+                if b_ih is not None and self.mode != "GRU":
+                    # both biases join the input GEMM (one add and one bias grad per layer, not per
+                    # step); GRU keeps b_hh in the hidden GEMM, as r multiplies (h W_hn^T + b_hn)
+                    b_ih, b_hh = b_ih + b_hh, None
                 gates_all = F.linear(layer_input, w_ih, b_ih)
                 gates = list(gates_all.split(list(sizes), 0)) if packed else list(gates_all.unbind(0))
                 init_state = tuple(s[k] for s in states)

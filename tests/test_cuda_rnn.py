@@ -73,7 +73,8 @@ def test_layers_on_cuda_match_cpu(cuda, build, packed):
         data = out.data if packed else out
         h = state[0] if isinstance(state, tuple) else state
         (data.sum() + (h * h).sum()).backward()
-        outs.append([data.detach().cpu().numpy(), h.detach().cpu().numpy()])
-        grads.append([xt.grad.cpu().numpy()] + [p.grad.cpu().numpy() for p in m.parameters()])
+        # copies: a CPU tensor's numpy() shares its memory, which m.to() below releases
+        outs.append([np.array(data.detach().cpu().numpy()), np.array(h.detach().cpu().numpy())])
+        grads.append([np.array(xt.grad.cpu().numpy())] + [np.array(p.grad.cpu().numpy()) for p in m.parameters()])
     for a, b in zip(outs[0] + grads[0], outs[1] + grads[1]):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)

@@ -334,3 +334,20 @@ def test_pack_sequence_unpack_sequence_and_errors():
         arnn.pad_packed_sequence(ka, total_length=2)
     with pytest.raises(RuntimeError, match="Expected `len\\(lengths\\)` to be equal to batch_size"):
         arnn.pack_padded_sequence(ampc.zeros(4, 2, 1), [3, 2, 1])
+
+
+def test_top_level_cell_functions_match_torch():
+    rng = np.random.default_rng(7)
+    x, h, c = rng.standard_normal((3, 4)), rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
+    for name, g in (("lstm_cell", 4), ("gru_cell", 3), ("rnn_tanh_cell", 1), ("rnn_relu_cell", 1)):
+        w_ih, w_hh = rng.standard_normal((g * 5, 4)), rng.standard_normal((g * 5, 5))
+        b_ih, b_hh = rng.standard_normal(g * 5), rng.standard_normal(g * 5)
+        for bias in (True, False):
+            def call(M, conv):
+                hx = (conv(h), conv(c)) if name == "lstm_cell" else conv(h)
+                bs = (conv(b_ih), conv(b_hh)) if bias else (None, None)
+                return getattr(M, name)(conv(x), hx, conv(w_ih), conv(w_hh), *bs)
+            got = call(ampc, lambda a: ampc.tensor(a))
+            want = call(torch, lambda a: torch.tensor(a))
+            for gv, wv in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+                close(gv, wv, 1e-12, name)

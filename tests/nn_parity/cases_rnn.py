@@ -14,7 +14,7 @@ def _sub(lengths, shape, **kw):
 
 
 CASES = [
-    Case("nn.LSTM", lambda M: M.nn.LSTM(4, 6), [X((5, 3, 4))]),
+    Case("nn.LSTM", lambda M: M.nn.LSTM(4, 6), [X((5, 3, 4))], dtypes=("float32", "float64", "bfloat16", "float16")),
     Case("nn.LSTM", lambda M: M.nn.LSTM(4, 6, num_layers=2, bidirectional=True, batch_first=True),
          [X((3, 5, 4))], id="nn.LSTM-2layer-bi-batch_first"),
     Case("nn.LSTM", lambda M: M.nn.LSTM(4, 6, proj_size=3, num_layers=2), [X((5, 2, 4)), X((2, 2, 3)), X((2, 2, 6))],
@@ -23,7 +23,7 @@ CASES = [
          id="nn.LSTM-nobias-unbatched"),
     Case("nn.LSTM", lambda M: M.nn.LSTM(3, 4, bidirectional=True), [_sub([5, 3, 2], (5, 3, 3))], id="nn.LSTM-packed"),
     Case("nn.LSTM", lambda M: M.nn.LSTM(3, 4, num_layers=2, dropout=0.3), [X((4, 2, 3))], id="nn.LSTM-dropout-eval"),
-    Case("nn.GRU", lambda M: M.nn.GRU(4, 6), [X((5, 3, 4))]),
+    Case("nn.GRU", lambda M: M.nn.GRU(4, 6), [X((5, 3, 4))], dtypes=("float32", "float64", "bfloat16", "float16")),
     Case("nn.GRU", lambda M: M.nn.GRU(4, 5, num_layers=2, bidirectional=True, batch_first=True),
          [X((2, 6, 4)), X((4, 2, 5))], id="nn.GRU-2layer-bi-h0"),
     Case("nn.GRU", lambda M: M.nn.GRU(3, 4, bias=False),
@@ -33,6 +33,7 @@ CASES = [
          id="nn.RNN-relu-bi-unbatched"),
     Case("nn.RNN", lambda M: M.nn.RNN(3, 4, bidirectional=True), [_sub([3, 2, 2, 1], (3, 4, 3))], id="nn.RNN-packed"),
     Case("nn.LSTMCell", lambda M: M.nn.LSTMCell(4, 6), [X((3, 4)), X((3, 6)), X((3, 6))],
+         dtypes=("float32", "float64", "bfloat16", "float16"),
          call=lambda m, x, h, c: m(x, (h, c))),
     Case("nn.LSTMCell", lambda M: M.nn.LSTMCell(4, 6, bias=False), [X((4,))], id="nn.LSTMCell-nobias-unbatched"),
     Case("nn.GRUCell", lambda M: M.nn.GRUCell(4, 6), [X((3, 4)), X((3, 6))]),

@@ -469,6 +469,7 @@ HOST_BY_DESIGN = {
                               "_C.tensor(list(idx), dtype=_C.int64)"},  # sampling order, moved per device
     "datasets/fashion_mnist.py": {"ampc.from_numpy(np.ascontiguousarray(x))",
                                   "ampc.from_numpy(labels.astype(np.int64))"},  # then .to(device)
+    "nn/utils/rnn.py": {"_C.tensor(lengths, dtype=_C.int64)", "_C.tensor(batch_sizes, dtype=_C.int64)"},  # CPU, as torch
     "demo.py": {"torch.from_numpy(idx)"},  # then .to(device)
 }
 

@@ -56,6 +56,7 @@ def test_fused_cells_zero_batch_and_backward_kernels(cuda):
 
 @pytest.mark.parametrize("build,packed", [
     (lambda: ampc.nn.LSTM(3, 6, num_layers=2, bidirectional=True, proj_size=2), False),
+    (lambda: ampc.nn.LSTM(3, 6, num_layers=2, bidirectional=True), False),
     (lambda: ampc.nn.GRU(3, 5, bidirectional=True), True),
     (lambda: ampc.nn.RNN(3, 4, nonlinearity="relu", num_layers=2), False),
 ])

@@ -351,3 +351,25 @@ def test_top_level_cell_functions_match_torch():
             want = call(torch, lambda a: torch.tensor(a))
             for gv, wv in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
                 close(gv, wv, 1e-12, name)
+
+
+def test_lstm_layer_node_equals_the_per_step_graph():
+    """A dense LSTM input runs each layer and direction as one node (_LSTMLayer); a PackedSequence
+    of full-length sequences runs the per-step graph. Same outputs and gradients."""
+    ampc.manual_seed(2)
+    m = ampc.nn.LSTM(3, 5, num_layers=2, bidirectional=True)
+    x = np.random.default_rng(8).standard_normal((6, 4, 3))
+    h0 = np.random.default_rng(9).standard_normal((4, 4, 5))
+    res = []
+    for packed in (False, True):
+        m.zero_grad()
+        xt = ampc.tensor(x, dtype=ampc.float32, requires_grad=True)
+        ht = ampc.tensor(h0, dtype=ampc.float32, requires_grad=True)
+        inp = arnn.pack_padded_sequence(xt, [6] * 4) if packed else xt
+        out, (hn, cn) = m(inp, (ht, ht * 0.5))
+        data = out.data if packed else out.reshape(24, 10)
+        (data.sin().sum() + (hn * cn).sum()).backward()
+        res.append([np.array(t.detach().numpy()) for t in (data, hn, cn, xt.grad, ht.grad)]
+                   + [np.array(p.grad.numpy()) for p in m.parameters()])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

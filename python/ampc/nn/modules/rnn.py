@@ -570,12 +570,19 @@ class _LSTMLayer(_Function):
             hs[t], cs[t] = h, c
         out = _C.stack(hs, 0)
         ctx.reverse = reverse
-        ctx.save_for_backward(h0, c0, w_hh, out, _C.stack(cs, 0), _C.stack(wss, 0))
+        # the per-step tensors only this node reads stay as they are (not stacked); the last c is
+        # an output, so it goes through save_for_backward (no cycle output -> node -> ctx -> output)
+        last = 0 if reverse else n - 1
+        c_last, cs[last] = cs[last], None
+        ctx.cs, ctx.wss = cs, wss
+        ctx.save_for_backward(h0, c0, w_hh, out, c_last)
         return out, h, c
 
     @staticmethod
     def backward(ctx, dout, dhn, dcn):
-        h0, c0, w_hh, out, cs, wss = ctx.saved_tensors
+        h0, c0, w_hh, out, c_last = ctx.saved_tensors
+        cs, wss = list(ctx.cs), ctx.wss
+        cs[0 if ctx.reverse else len(cs) - 1] = c_last
         n, b, hsz = out.shape[0], out.shape[1], out.shape[2]
         dgates = _C.empty((n, b, 4 * hsz), dtype=out.dtype, device=out.device)
         dh = dhn if dhn is not None else _C.zeros_like(h0)

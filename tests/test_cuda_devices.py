@@ -470,6 +470,7 @@ HOST_BY_DESIGN = {
                               "_C.randperm(len(self.dataset), generator=g)"},  # DistributedSampler's order
     "datasets/fashion_mnist.py": {"ampc.from_numpy(np.ascontiguousarray(x))",
                                   "ampc.from_numpy(labels.astype(np.int64))"},  # then .to(device)
+    "nn/utils/rnn.py": {"_C.tensor(lengths, dtype=_C.int64)", "_C.tensor(batch_sizes, dtype=_C.int64)"},  # CPU, as torch
     "demo.py": {"torch.from_numpy(idx)"},  # then .to(device)
     "nn/init.py": {"_C.tensor(a, dtype=tensor.dtype)", "_C.tensor(b, dtype=tensor.dtype)",  # host rounding of a, b
                    "_C.from_numpy(np.ascontiguousarray(q))", "_C.from_numpy(np.ascontiguousarray(r))",  # QR on the

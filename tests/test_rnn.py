@@ -334,3 +334,42 @@ def test_pack_sequence_unpack_sequence_and_errors():
         arnn.pad_packed_sequence(ka, total_length=2)
     with pytest.raises(RuntimeError, match="Expected `len\\(lengths\\)` to be equal to batch_size"):
         arnn.pack_padded_sequence(ampc.zeros(4, 2, 1), [3, 2, 1])
+
+
+def test_top_level_cell_functions_match_torch():
+    rng = np.random.default_rng(7)
+    x, h, c = rng.standard_normal((3, 4)), rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
+    for name, g in (("lstm_cell", 4), ("gru_cell", 3), ("rnn_tanh_cell", 1), ("rnn_relu_cell", 1)):
+        w_ih, w_hh = rng.standard_normal((g * 5, 4)), rng.standard_normal((g * 5, 5))
+        b_ih, b_hh = rng.standard_normal(g * 5), rng.standard_normal(g * 5)
+        for bias in (True, False):
+            def call(M, conv):
+                hx = (conv(h), conv(c)) if name == "lstm_cell" else conv(h)
+                bs = (conv(b_ih), conv(b_hh)) if bias else (None, None)
+                return getattr(M, name)(conv(x), hx, conv(w_ih), conv(w_hh), *bs)
+            got = call(ampc, lambda a: ampc.tensor(a))
+            want = call(torch, lambda a: torch.tensor(a))
+            for gv, wv in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+                close(gv, wv, 1e-12, name)
+
+
+def test_lstm_layer_node_equals_the_per_step_graph():
+    """A dense LSTM input runs each layer and direction as one node (_LSTMLayer); a PackedSequence
+    of full-length sequences runs the per-step graph. Same outputs and gradients."""
+    ampc.manual_seed(2)
+    m = ampc.nn.LSTM(3, 5, num_layers=2, bidirectional=True)
+    x = np.random.default_rng(8).standard_normal((6, 4, 3))
+    h0 = np.random.default_rng(9).standard_normal((4, 4, 5))
+    res = []
+    for packed in (False, True):
+        m.zero_grad()
+        xt = ampc.tensor(x, dtype=ampc.float32, requires_grad=True)
+        ht = ampc.tensor(h0, dtype=ampc.float32, requires_grad=True)
+        inp = arnn.pack_padded_sequence(xt, [6] * 4) if packed else xt
+        out, (hn, cn) = m(inp, (ht, ht * 0.5))
+        data = out.data if packed else out.reshape(24, 10)
+        (data.sin().sum() + (hn * cn).sum()).backward()
+        res.append([np.array(t.detach().numpy()) for t in (data, hn, cn, xt.grad, ht.grad)]
+                   + [np.array(p.grad.numpy()) for p in m.parameters()])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -27,21 +27,22 @@
 
 #include "half.h"
 
-#define AMPC_RNN_MATH(T, S, M)                                                                                  \
-    AMPC_HD T ampc_rnn_sigmoid_##S(T x) { return (T)1 / ((T)1 + M(exp)(-x)); }                                  \
+/* The cells of opmath type T under suffix S, with the activations SIG(x) and TANH(x): libm's here
+ * (both backends); the CPU kernels also stamp a float set with vectorizable activations. */
+#define AMPC_RNN_MATH(T, S, SIG, TANH)                                                                          \
     /* pre: the four pre-activations (i, f, g, o); out: the activated gates; returns via *cy, *hy */       \
     AMPC_HD void ampc_lstm_cell_##S(const T pre[4], T cx, T act[4], T *cy, T *hy) {                             \
-        act[0] = ampc_rnn_sigmoid_##S(pre[0]);                                                                  \
-        act[1] = ampc_rnn_sigmoid_##S(pre[1]);                                                                  \
-        act[2] = M(tanh)(pre[2]);                                                                               \
-        act[3] = ampc_rnn_sigmoid_##S(pre[3]);                                                                  \
+        act[0] = SIG(pre[0]);                                                                                   \
+        act[1] = SIG(pre[1]);                                                                                   \
+        act[2] = TANH(pre[2]);                                                                                  \
+        act[3] = SIG(pre[3]);                                                                                   \
         T c = act[1] * cx + act[0] * act[2];                                                                    \
         *cy = c;                                                                                                \
-        *hy = act[3] * M(tanh)(c);                                                                              \
+        *hy = act[3] * TANH(c);                                                                                 \
     }                                                                                                           \
     /* act: the saved gates (i, f, g, o); d: their grads; *dcx the grad of cx */                               \
     AMPC_HD void ampc_lstm_cell_backward_##S(const T act[4], T cx, T cy, T go, T gc, T d[4], T *dcx) {          \
-        T t = M(tanh)(cy);                                                                                      \
+        T t = TANH(cy);                                                                                         \
         T dc = go * act[3] * ((T)1 - t * t) + gc;                                                               \
         d[0] = dc * act[2] * act[0] * ((T)1 - act[0]);                                                          \
         d[1] = dc * cx * act[1] * ((T)1 - act[1]);                                                              \
@@ -52,9 +53,9 @@
     /* x: input-gate sums (r, z, n) with the input bias; h: hidden-gate sums with the hidden bias;           \
      * ws: the five saved values (r, z, n, hn, hx); returns hy */                                             \
     AMPC_HD T ampc_gru_cell_##S(const T x[3], const T h[3], T hx, T ws[5]) {                                     \
-        T r = ampc_rnn_sigmoid_##S(x[0] + h[0]);                                                                \
-        T z = ampc_rnn_sigmoid_##S(x[1] + h[1]);                                                                \
-        T n = M(tanh)(x[2] + r * h[2]);                                                                         \
+        T r = SIG(x[0] + h[0]);                                                                                 \
+        T z = SIG(x[1] + h[1]);                                                                                 \
+        T n = TANH(x[2] + r * h[2]);                                                                            \
         ws[0] = r, ws[1] = z, ws[2] = n, ws[3] = h[2], ws[4] = hx;                                              \
         return n + z * (hx - n);                                                                                \
     }                                                                                                           \
@@ -69,11 +70,11 @@
         return go * z;                                                                                          \
     }
 
-#define AMPC_RNN_M_F(fn) fn##f
-#define AMPC_RNN_M_D(fn) fn
-AMPC_RNN_MATH(float, f, AMPC_RNN_M_F)
-AMPC_RNN_MATH(double, d, AMPC_RNN_M_D)
-#undef AMPC_RNN_M_F
-#undef AMPC_RNN_M_D
+AMPC_HD float ampc_rnn_sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+AMPC_HD double ampc_rnn_sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+AMPC_HD float ampc_rnn_tanh_f(float x) { return tanhf(x); }
+AMPC_HD double ampc_rnn_tanh_d(double x) { return tanh(x); }
+AMPC_RNN_MATH(float, f, ampc_rnn_sigmoid_f, ampc_rnn_tanh_f)
+AMPC_RNN_MATH(double, d, ampc_rnn_sigmoid_d, ampc_rnn_tanh_d)
 
 #endif

@@ -54,10 +54,18 @@ static inline void nn_split_dim(const ampc_tensor *t, int dim, int64_t *outer, i
  * buf[d * w + j]; stores it back. */
 static inline void nn_load_tile(ampc_dtype dt, const void *base, int64_t i0, int64_t d, int64_t inner, int64_t w,
                                 double *buf) {
+    if (w == inner) { /* the rows lie back to back (inner 1: a (N, C) row): one contiguous load */
+        nn_load(dt, base, i0, 1, d * w, buf);
+        return;
+    }
     for (int64_t r = 0; r < d; r++) nn_load(dt, base, i0 + r * inner, 1, w, buf + r * w);
 }
 static inline void nn_store_tile(ampc_dtype dt, void *base, int64_t i0, int64_t d, int64_t inner, int64_t w,
                                  const double *buf) {
+    if (w == inner) {
+        nn_store(dt, base, i0, 1, d * w, buf);
+        return;
+    }
     for (int64_t r = 0; r < d; r++) nn_store(dt, base, i0 + r * inner, 1, w, buf + r * w);
 }
 

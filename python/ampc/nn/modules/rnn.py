@@ -271,6 +271,9 @@ class RNNBase(Module):
         per_param = len(self._flat_weights_names) // (self.num_layers * num_directions)
         weights = self._flat_weights
         finals = [[] for _ in states]
+        # dense LSTM without projection outside autocast: one autograd node per layer and direction
+        fast = (self.mode == "LSTM" and self.proj_size == 0 and not packed and input.shape[0] > 0
+                and not (_C.is_autocast_enabled("cpu") or _C.is_autocast_enabled("cuda")))
         layer_input = input
         for layer in range(self.num_layers):
             dir_outs = []
@@ -280,11 +283,20 @@ class RNNBase(Module):
                 w_ih, w_hh = ws[0], ws[1]
                 b_ih, b_hh = (ws[2], ws[3]) if self.bias else (None, None)
                 w_hr = ws[-1] if self.proj_size > 0 else None
+                if b_ih is not None and self.mode != "GRU":
+                    # both biases join the input GEMM (one add and one bias grad per layer, not per
+                    # step); GRU keeps b_hh in the hidden GEMM, as r multiplies (h W_hn^T + b_hn)
+                    b_ih, b_hh = b_ih + b_hh, None
                 gates_all = F.linear(layer_input, w_ih, b_ih)
-                gates = list(gates_all.split(list(sizes), 0)) if packed else list(gates_all.unbind(0))
                 init_state = tuple(s[k] for s in states)
-                outs, final = _run_direction(step, gates, sizes, init_state, w_hh, b_hh, w_hr, d == 1)
-                dir_outs.append(_C.cat(outs, 0) if packed else _C.stack(outs, 0))
+                if fast:
+                    out, hn, cn = _LSTMLayer.apply(gates_all, init_state[0], init_state[1], w_hh, d == 1)
+                    dir_outs.append(out)
+                    final = (hn, cn)
+                else:
+                    gates = list(gates_all.split(list(sizes), 0)) if packed else list(gates_all.unbind(0))
+                    outs, final = _run_direction(step, gates, sizes, init_state, w_hh, b_hh, w_hr, d == 1)
+                    dir_outs.append(_C.cat(outs, 0) if packed else _C.stack(outs, 0))
                 for lst, f in zip(finals, final):
                     lst.append(f)
             layer_input = dir_outs[0] if num_directions == 1 else _C.cat(dir_outs, -1)
@@ -533,3 +545,62 @@ class GRUCell(RNNCellBase):
             hx = hx.unsqueeze(0)
         ret = _cells.gru_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return ret if is_batched else ret.squeeze(0)
+
+
+# ---------------------------------------------------------------------------- LSTM layer, one node
+
+from ...autograd import Function as _Function  # noqa: E402
+
+
+class _LSTMLayer(_Function):
+    """One direction of one LSTM layer (no projection) as one autograd node. Forward: per step the
+    hidden GEMM and the fused cell, nothing recorded. Backward: per step one add, the fused cell
+    backward and one GEMM (dh = dgates W_hh); then W_hh's grad for all steps in one GEMM
+    (dgates^T H_prev over T*B rows) instead of a GEMM and an add per step. The input gates
+    (x W_ih^T + b, all steps) come from outside, so their GEMM's backward gives dx, dW_ih and db."""
+
+    @staticmethod
+    def forward(ctx, gates, h0, c0, w_hh, reverse):
+        n = gates.shape[0]
+        w_t = w_hh.t()
+        hs, cs, wss = [None] * n, [None] * n, [None] * n
+        h, c = h0, c0
+        for t in (range(n - 1, -1, -1) if reverse else range(n)):
+            h, c, wss[t] = _C._thnn_fused_lstm_cell(gates[t], _C.mm(h, w_t), c)
+            hs[t], cs[t] = h, c
+        out = _C.stack(hs, 0)
+        ctx.reverse = reverse
+        # the per-step tensors only this node reads stay as they are (not stacked); the last c is
+        # an output, so it goes through save_for_backward (no cycle output -> node -> ctx -> output)
+        last = 0 if reverse else n - 1
+        c_last, cs[last] = cs[last], None
+        ctx.cs, ctx.wss = cs, wss
+        ctx.save_for_backward(h0, c0, w_hh, out, c_last)
+        return out, h, c
+
+    @staticmethod
+    def backward(ctx, dout, dhn, dcn):
+        h0, c0, w_hh, out, c_last = ctx.saved_tensors
+        cs, wss = list(ctx.cs), ctx.wss
+        cs[0 if ctx.reverse else len(cs) - 1] = c_last
+        n, b, hsz = out.shape[0], out.shape[1], out.shape[2]
+        dgates = _C.empty((n, b, 4 * hsz), dtype=out.dtype, device=out.device)
+        dh = dhn if dhn is not None else _C.zeros_like(h0)
+        dc = dcn if dcn is not None else _C.zeros_like(c0)
+        order = range(n) if ctx.reverse else range(n - 1, -1, -1)
+        first = n - 1 if ctx.reverse else 0  # the step whose previous state is (h0, c0)
+        for t in order:
+            if dout is not None:
+                dh = dh + dout[t]
+            prev = c0 if t == first else cs[t + 1 if ctx.reverse else t - 1]
+            dg, dc, _ = (
+                _C._thnn_fused_lstm_cell_backward_impl(dh, dc, prev, cs[t], wss[t], False))
+            dgates[t].copy_(dg)
+            dh = _C.mm(dg, w_hh)
+        # the hidden state each step read: h0 then the outputs, shifted by one step
+        if ctx.reverse:
+            h_prev = _C.cat([out[1:], h0.unsqueeze(0)], 0)
+        else:
+            h_prev = _C.cat([h0.unsqueeze(0), out[:-1]], 0)
+        dw = _C.mm(dgates.reshape(n * b, 4 * hsz).t(), h_prev.reshape(n * b, hsz))
+        return dgates, dh, dc, dw, None

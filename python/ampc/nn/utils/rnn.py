@@ -139,7 +139,7 @@ def _pack_padded(input, lengths, batch_first):
     rows = [t * B + b for t in range(steps) for b in range(batch_sizes[t])]
     flat = input.reshape((T * B,) + tuple(input.shape[2:]))
     data = flat.index_select(0, _C.tensor(rows, dtype=_C.int64, device=input.device))
-    return data, _C.tensor(batch_sizes, dtype=_C.int64)
+    return data, _C.tensor(batch_sizes, dtype=_C.int64)  # batch_sizes live on the CPU (torch's rule)
 
 
 def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
@@ -147,7 +147,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     if isinstance(lengths, _C.Tensor):
         lengths = lengths.to(dtype=_C.int64)
     else:
-        lengths = _C.tensor(_lengths_list(lengths), dtype=_C.int64)
+        lengths = _lengths_list(lengths)
+        lengths = _C.tensor(lengths, dtype=_C.int64)  # on the CPU, as torch's
     if enforce_sorted:
         sorted_indices = None
     else:
@@ -191,7 +192,8 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
             index.extend(offsets[t] + b if t < len(batch_sizes) and b < batch_sizes[t] else n for b in range(B))
         shape = (max_seq_length, B) + trailing
     padded = ext.index_select(0, _C.tensor(index, dtype=_C.int64, device=data.device)).reshape(shape)
-    lengths = _C.tensor([sum(1 for bs in batch_sizes if bs > b) for b in range(B)], dtype=_C.int64)
+    lengths = [sum(1 for bs in batch_sizes if bs > b) for b in range(B)]
+    lengths = _C.tensor(lengths, dtype=_C.int64)  # on the CPU, as torch's
     unsorted_indices = sequence.unsorted_indices
     if unsorted_indices is not None:
         batch_dim = 0 if batch_first else 1
@@ -233,7 +235,8 @@ def unpad_sequence(padded_sequences, lengths, batch_first=False):
 
 def pack_sequence(sequences, enforce_sorted=True):
     """Packs a list of variable-length tensors (torch.nn.utils.rnn.pack_sequence)."""
-    lengths = _C.tensor([v.size(0) for v in sequences], dtype=_C.int64)
+    lengths = [v.size(0) for v in sequences]
+    lengths = _C.tensor(lengths, dtype=_C.int64)
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 

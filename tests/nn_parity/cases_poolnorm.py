@@ -93,6 +93,8 @@ CASES = [
          id="nn.RMSNorm-2d-noaffine"),
     Case("nn.LocalResponseNorm", lambda M: M.nn.LocalResponseNorm(3, alpha=0.5, beta=0.5, k=2.0), [X((2, 5, 4, 3))]),
     Case("nn.LocalResponseNorm", lambda M: M.nn.LocalResponseNorm(2), [X((2, 5, 4))], id="nn.LocalResponseNorm-3d"),
+    Case("nn.CrossMapLRN2d", lambda M: M.nn.CrossMapLRN2d(3, alpha=0.5, beta=0.5, k=2), [X((2, 5, 3, 4))]),
+    Case("nn.CrossMapLRN2d", lambda M: M.nn.CrossMapLRN2d(4), [X((2, 6, 2, 3))], id="nn.CrossMapLRN2d-even"),
     # ---------------------------------------------------------------- functional
     Case(F + "max_pool1d", _f("max_pool1d"), [X((2, 3, 9)), Const(3)], kwargs=dict(stride=2, padding=1)),
     Case(F + "max_pool3d", _f("max_pool3d"), [X((1, 2, 5, 5, 6)), Const(3)], kwargs=dict(stride=2, padding=1)),

@@ -54,7 +54,9 @@ def test_pools_nan_and_empty(cuda, rng):
     x[0, 0, 1, 1, 1] = np.nan
     x[0, 1, 3, 2, 0] = -np.inf
     for fn in (lambda x: F.max_pool3d(x, 2, return_indices=True), lambda x: F.adaptive_max_pool3d(x, 3, True)):
-        check_runs(run_on_cpu_and_cuda(fn, [x], ampc.float32, cuda, grad=(0,)), 0, "nan", exact_outputs=(0, 1))
+        # values and indices bit-equal; grads are sums (fp32 atomics on the GPU) where windows overlap
+        check_runs(run_on_cpu_and_cuda(fn, [x], ampc.float32, cuda, grad=(0,)), TOL[ampc.float32], "nan",
+                   exact_outputs=(0, 1))
     for fn in (lambda x: F.max_pool3d(x, 2), lambda x: F.avg_pool3d(x, 2), lambda x: F.adaptive_avg_pool3d(x, 2)):
         y = fn(ampc.zeros(0, 2, 4, 4, 4, device=cuda))
         assert tuple(y.shape) == (0, 2, 2, 2, 2)

@@ -306,6 +306,10 @@ CASES = {
     "adaptive_max_pool3d": (lambda M, d: F(M).adaptive_max_pool3d(T(M, d, (2, 2, 5, 4, 3), grad=True), 2), True),
     "adaptive_max_pool3d_backward": (
         lambda M, d: F(M).adaptive_max_pool3d(T(M, d, (2, 2, 5, 4, 3), grad=True), 2), True),
+    "fractional_max_pool2d": (lambda M, d: _fractional(M, d, 2), True),
+    "fractional_max_pool2d_backward": (lambda M, d: _fractional(M, d, 2), True),
+    "fractional_max_pool3d": (lambda M, d: _fractional(M, d, 3), True),
+    "fractional_max_pool3d_backward": (lambda M, d: _fractional(M, d, 3), True),
     "rms_norm": (lambda M, d: F(M).rms_norm(T(M, d, grad=True), (4,), T(M, d, (4,), seed=1, grad=True)), True),
     "rms_norm_backward": (
         lambda M, d: F(M).rms_norm(T(M, d, grad=True), (4,), T(M, d, (4,), seed=1, grad=True)), True),
@@ -389,6 +393,11 @@ def _scaler_round_trip(M, d):
     scaler.step(opt)
     scaler.update()
     return p.detach()
+
+
+def _fractional(M, d, n):  # issue 13, poolnorm: samples given, so both libraries pick the same windows
+    x = T(M, d, (2, 3) + (7,) * n, grad=True)
+    return getattr(F(M), f"fractional_max_pool{n}d")(x, 2, 4, _random_samples=T(M, d, (2, 3, n), low=0, high=1))
 
 
 def _batch_norm(M, d):

@@ -271,3 +271,48 @@ def test_convert_sync_batchnorm():
         ampc.nn.SyncBatchNorm(3)(ampc.ones(3))
     with pytest.raises(ValueError, match="expected 5D input"):
         ampc.nn.BatchNorm3d(3)(ampc.ones(2, 3, 4, 4))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fractional_max_pool_given_samples(dtype):
+    for n, shape, k, o in ((2, (2, 3, 9, 11), (2, 3), (4, 5)), (2, (3, 10, 7), 3, 5), (2, (1, 1, 6, 6), 2, 5),
+                           (3, (2, 2, 7, 8, 9), (2, 3, 2), (3, 4, 5)), (3, (2, 5, 6, 7), 2, 1)):
+        nb = 1 if len(shape) == n + 1 else shape[0]
+        smp = np.random.default_rng(4).uniform(0, 1, size=(nb + 1, shape[-n - 1], n))
+
+        def fn(F, x, n=n, k=k, o=o, smp=smp):
+            lib = ampc if F is AF else torch
+            return getattr(F, f"fractional_max_pool{n}d")(x, k, o, return_indices=True,
+                                                          _random_samples=lib.tensor(smp).to(x.dtype))
+        _check(fn, shape, dtype)
+
+
+def test_fractional_max_pool_draws_torchs_samples():
+    # no samples given: drawn with rand from the CPU generator, which is torch's under the same seed
+    x = np.random.default_rng(5).normal(size=(2, 3, 9, 9, 8)).astype(np.float32)
+    torch.manual_seed(11)
+    ampc.manual_seed(11)
+    yt, it = torch.nn.FractionalMaxPool3d(2, output_ratio=(0.5, 0.6, 0.7), return_indices=True)(torch.tensor(x))
+    ya, ia = ampc.nn.FractionalMaxPool3d(2, output_ratio=(0.5, 0.6, 0.7), return_indices=True)(ampc.tensor(x))
+    _close(ya, yt)
+    _close(ia, it)
+
+
+FRACTIONAL_ERRORS = [
+    lambda F: F.fractional_max_pool2d(_t(F, (2, 3, 8, 8)), 4, output_size=6),
+    lambda F: F.fractional_max_pool3d(_t(F, (2, 1, 5, 5, 5)), 2, (2, 3, 4)),
+    lambda F: F.fractional_max_pool2d(_t(F, (2, 0, 8, 8)), 2, output_size=3),
+    lambda F: F.fractional_max_pool2d(_t(F, (2, 3, 8, 8)), 2, 3, _random_samples=_t(F, (2, 3, 2)).double()),
+    lambda F: F.fractional_max_pool2d(_t(F, (2, 3, 8, 8)), 2, 3, _random_samples=_t(F, (1, 3, 2))),
+    lambda F: F.fractional_max_pool2d(_t(F, (2, 3, 8, 8)), 2),
+    lambda F: (torch if F is TF else ampc).nn.FractionalMaxPool2d(2, output_ratio=1.5),
+]
+
+
+@pytest.mark.parametrize("k", range(len(FRACTIONAL_ERRORS)))
+def test_fractional_errors_match_torch(k):
+    with pytest.raises(Exception) as want:
+        FRACTIONAL_ERRORS[k](TF)
+    with pytest.raises(type(want.value)) as got:
+        FRACTIONAL_ERRORS[k](AF)
+    assert str(got.value) == str(want.value)

@@ -45,6 +45,14 @@ static const pool_kind AMAX2D = {"adaptive_max_pool2d", AMPC_OP_ADAPTIVE_MAX_POO
                                  AMPC_OP_ADAPTIVE_MAX_POOL2D_BACKWARD, &amax2d_rule, 2, true, true};
 static const pool_kind AMAX3D = {"adaptive_max_pool3d", AMPC_OP_ADAPTIVE_MAX_POOL3D,
                                  AMPC_OP_ADAPTIVE_MAX_POOL3D_BACKWARD, &amax3d_rule, 3, true, true};
+static const ampc_grad_rule frac2d_rule = {"FractionalMaxPool2DBackward0", max_rule_fn};
+static const ampc_grad_rule frac3d_rule = {"FractionalMaxPool3DBackward0", max_rule_fn};
+static const pool_kind FRAC2D = {"fractional_max_pool2d", AMPC_OP_FRACTIONAL_MAX_POOL2D,
+                                 AMPC_OP_FRACTIONAL_MAX_POOL2D_BACKWARD, &frac2d_rule, 2, true, false};
+static const pool_kind FRAC3D = {"fractional_max_pool3d", AMPC_OP_FRACTIONAL_MAX_POOL3D,
+                                 AMPC_OP_FRACTIONAL_MAX_POOL3D_BACKWARD, &frac3d_rule, 3, true, false};
+/* The max kinds by their rule (the backward rule serves them all). */
+static const pool_kind *const MAX_KINDS[] = {&MAX3D, &AMAX2D, &AMAX3D, &FRAC2D, &FRAC3D};
 
 /* The window of one call, in (d, h, w) order with the padding of the unused leading dims. */
 typedef struct pool_window {
@@ -309,9 +317,17 @@ static ampc_tensor *grad_view(const pool_kind *kd, const ampc_tensor *grad_out, 
     return v;
 }
 
+static ampc_tensor *max_backward(const pool_kind *kd, const ampc_tensor *grad_out, int ndim, const int64_t *input_shape,
+                                 const ampc_tensor *indices);
+
 ampc_tensor *ampc_max_pool_nd_backward(int nsp, bool adaptive, const ampc_tensor *grad_out, int ndim,
                                        const int64_t *input_shape, const ampc_tensor *indices) {
-    const pool_kind *kd = adaptive ? (nsp == 2 ? &AMAX2D : &AMAX3D) : &MAX3D;
+    return max_backward(adaptive ? (nsp == 2 ? &AMAX2D : &AMAX3D) : &MAX3D, grad_out, ndim, input_shape, indices);
+}
+
+static ampc_tensor *max_backward(const pool_kind *kd, const ampc_tensor *grad_out, int ndim, const int64_t *input_shape,
+                                 const ampc_tensor *indices) {
+    int nsp = kd->nsp;
     if (ndim != nsp + 1 && ndim != nsp + 2) {
         ampc_set_error(AMPC_E_RUNTIME, "%s_backward: input of rank %d", kd->name, ndim);
         return NULL;
@@ -377,9 +393,10 @@ static ampc_status max_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_
     const ampc_tensor *indices;
     AMPC_TRY(nn_rule_saved(node, 1, &indices));
     if (!grads[0]) return AMPC_OK;
-    bool adaptive = node->rule != &max3d_rule;
-    int nsp = node->rule == &amax2d_rule ? 2 : 3;
-    grad_inputs[0] = ampc_max_pool_nd_backward(nsp, adaptive, grads[0], node->in_ndim[0], node->in_shape[0], indices);
+    const pool_kind *kd = NULL;
+    for (size_t i = 0; i < sizeof MAX_KINDS / sizeof MAX_KINDS[0]; i++)
+        if (MAX_KINDS[i]->rule == node->rule) kd = MAX_KINDS[i];
+    grad_inputs[0] = max_backward(kd, grads[0], node->in_ndim[0], node->in_shape[0], indices);
     return grad_inputs[0] ? AMPC_OK : ampc_last_status();
 }
 
@@ -394,6 +411,86 @@ static ampc_status avg_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_
     w.ceil_mode = v[9] != 0, w.count_include_pad = v[10] != 0, w.divisor_override = v[11];
     grad_inputs[0] = avg_backward(kd, grads[0], node->in_ndim[0], node->in_shape[0], &w);
     return grad_inputs[0] ? AMPC_OK : ampc_last_status();
+}
+
+/* ---------------------------------------------------------------- fractional max pooling */
+
+ampc_status ampc_fractional_max_pool_nd(int nsp, const ampc_tensor *input, const int64_t *kernel,
+                                        const int64_t *output_size, const ampc_tensor *samples, ampc_tensor **out,
+                                        ampc_tensor **indices) {
+    *out = NULL;
+    if (indices) *indices = NULL;
+    if (nsp != 2 && nsp != 3) return ampc_set_error(AMPC_E_VALUE, "fractional_max_pool: %d spatial dims", nsp);
+    const pool_kind *kd = nsp == 2 ? &FRAC2D : &FRAC3D;
+    const char *name = nsp == 2 ? "fractional_max_pool2d" : "fractional_max_pool3d_out";
+    char s[96];
+    if (input->ndim != nsp + 1 && input->ndim != nsp + 2)
+        return ampc_set_error(AMPC_E_RUNTIME, "%s(): Expected %dD or %dD tensor, but got: %s", name, nsp + 1, nsp + 2,
+                              nn_shape(input, s, sizeof s));
+    for (int i = input->ndim - nsp - 1; i < input->ndim; i++)
+        if (input->shape[i] == 0)
+            return ampc_set_error(AMPC_E_RUNTIME,
+                                  "%s(): Expected input to have non-zero size for non-batch dimensions, but got%s "
+                                  "with dimension %d being empty.",
+                                  name, nn_shape(input, s, sizeof s), i);
+    AMPC_TRY(nn_check_floating(kd->name, input, "input"));
+    const ampc_tensor *both[2] = {input, samples};
+    AMPC_TRY(nn_check_device(kd->name, 2, both));
+    int64_t n = input->ndim == nsp + 2 ? input->shape[0] : 1, c = input->shape[input->ndim - nsp - 1];
+    if (samples->dtype != input->dtype)
+        return ampc_set_error(AMPC_E_RUNTIME, "Expect _random_samples to have the same dtype as input");
+    if (samples->ndim != 3)
+        return ampc_set_error(AMPC_E_RUNTIME, "Expect _random_samples to have 3 dimensions, got %d", samples->ndim);
+    if (samples->shape[0] < n)
+        return ampc_set_error(AMPC_E_RUNTIME, "Expect _random_samples.size(0) no less then input batch size.");
+    if (samples->shape[1] != c)
+        return ampc_set_error(AMPC_E_RUNTIME, "Expect _random_samples.size(1) equals to input channel size.");
+    if (samples->shape[2] != nsp)
+        return ampc_set_error(AMPC_E_RUNTIME, "Expect _random_samples.size(2) equals to %d; got %lld.", nsp,
+                              (long long)samples->shape[2]);
+    static const char *const axis[3] = {"time", "height", "width"};
+    for (int j = 0; j < nsp; j++) {
+        int64_t in = input->shape[input->ndim - nsp + j];
+        /* torch's 3-d check is strict, its 2-d one is not */
+        if (output_size[j] + kernel[j] - 1 > in || (nsp == 3 && output_size[j] + kernel[j] - 1 == in))
+            return ampc_set_error(AMPC_E_RUNTIME, "%s(): pool %s %lld too large relative to input %s %lld", name,
+                                  axis[3 - nsp + j], (long long)kernel[j], axis[3 - nsp + j], (long long)in);
+        if (output_size[j] < 0)
+            return ampc_set_error(AMPC_E_RUNTIME, "%s(): output size must be non-negative, got %lld", name,
+                                  (long long)output_size[j]);
+    }
+    ampc_tensor *x5 = pool_input5(kd, input);
+    if (!x5) return ampc_last_status();
+    int64_t s5[5] = {x5->shape[0], x5->shape[1], 1, 1, 1}, k3[3] = {1, 1, 1};
+    for (int j = 0; j < nsp; j++) s5[5 - nsp + j] = output_size[j], k3[3 - nsp + j] = kernel[j];
+    ampc_tensor *sc = NULL, *y = NULL, *ind = NULL;
+    ampc_status st = nn_contig(samples, &sc);
+    if (st == AMPC_OK && !(y = ampc_empty(5, s5, input->dtype, input->device))) st = ampc_last_status();
+    if (st == AMPC_OK && !(ind = ampc_empty(5, s5, AMPC_INT64, input->device))) st = ampc_last_status();
+    if (st == AMPC_OK && ampc_numel(y) > 0) {
+        ampc_fractional_max_pool_args a = {.out = y, .indices = ind, .in = x5, .samples = sc,
+                                           .kernel = {k3[0], k3[1], k3[2]}};
+        st = ampc_dispatch_fractional_max_pool(kd->fwd, &a);
+    }
+    nn_release(2, (ampc_tensor *[]){x5, sc});
+    if (st == AMPC_OK) {
+        y = user_view(y, nsp, input->ndim, input->shape);
+        ind = user_view(ind, nsp, input->ndim, input->shape);
+        if (!y || !ind) st = ampc_last_status();
+    }
+    if (st == AMPC_OK && ampc_any_requires_grad(1, &input) &&
+        !ampc_autograd_record(kd->rule, 1, &input, 1, &y, 1, (const ampc_tensor *[]){ind}, NULL))
+        st = ampc_last_status();
+    if (st != AMPC_OK) {
+        nn_release(2, (ampc_tensor *[]){y, ind});
+        return st;
+    }
+    *out = y;
+    if (indices)
+        *indices = ind;
+    else
+        ampc_tensor_decref(ind);
+    return AMPC_OK;
 }
 
 /* ---------------------------------------------------------------- rms_norm */

@@ -27,6 +27,12 @@ ampc_status ampc_adaptive_max_pool_nd(int nsp, const ampc_tensor *input, const i
 ampc_tensor *ampc_max_pool_nd_backward(int nsp, bool adaptive, const ampc_tensor *grad_out, int ndim,
                                        const int64_t *input_shape, const ampc_tensor *indices);
 
+/* fractional_max_pool2d/3d (nsp 2 or 3): kernel and output_size of nsp entries, samples (N', C,
+ * nsp) in [0, 1) of the input's dtype (torch's _random_samples). */
+ampc_status ampc_fractional_max_pool_nd(int nsp, const ampc_tensor *input, const int64_t *kernel,
+                                        const int64_t *output_size, const ampc_tensor *samples, ampc_tensor **out,
+                                        ampc_tensor **indices);
+
 /* rms_norm over the trailing n_norm dims (weight of that shape or NULL); eps < 0: the input
  * dtype's machine epsilon (PyTorch's eps=None). rstd (optional out): (M) in the stats dtype. */
 ampc_tensor *ampc_rms_norm(const ampc_tensor *input, int n_norm, const int64_t *normalized_shape,

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/fractional_pool.h"
 #include "../core/kernel_args.h"
 #include "cpu_backend.h"
 #include "cpu_nn_common.h"
@@ -168,6 +169,74 @@ static ampc_status cpu_pool3d(ampc_op op, const ampc_pool3d_args *a) {
     return nn_run_tasks(op, c.planes, nn_threads(c.planes * (iv + ov * win)), iv + ov, pool_task, &c);
 }
 
+/* ---------------------------------------------------------------- fractional max pooling */
+
+typedef struct frac_ctx {
+    int64_t planes, c, in[3], out[3], k[3];
+    int nsp;
+    const ampc_tensor *x, *samples;
+    ampc_tensor *y;
+    int64_t *indices;
+} frac_ctx;
+
+/* The sample of plane p for axis a of (D, H, W): 3-d pools use (t, h, w) = samples[0, 1, 2], 2-d
+ * pools (w, h) = samples[0, 1] (PyTorch's order). */
+static int sample_slot(int nsp, int a) { return nsp == 3 ? a : 2 - a; }
+
+/* buf: the input plane, then 3 * max(out) window starts. */
+static void frac_task(void *vctx, int64_t p, double *buf) {
+    const frac_ctx *c = (const frac_ctx *)vctx;
+    int64_t iv = c->in[0] * c->in[1] * c->in[2], ov = c->out[0] * c->out[1] * c->out[2];
+    int64_t H = c->in[1], W = c->in[2];
+    double *in = buf;
+    int64_t *start[3], omax = c->out[0] > c->out[1] ? c->out[0] : c->out[1];
+    omax = omax > c->out[2] ? omax : c->out[2];
+    for (int a = 0; a < 3; a++) start[a] = (int64_t *)(buf + iv) + a * omax;
+    for (int a = 0; a < 3; a++) {
+        bool used = a >= 3 - c->nsp;
+        double u = used ? nn_get(c->samples->dtype, ampc_data_ptr(c->samples), p * c->nsp + sample_slot(c->nsp, a)) : 0;
+        for (int64_t o = 0; o < c->out[a]; o++)
+            start[a][o] = c->samples->dtype == AMPC_FLOAT64 ? ampc_frac_start_d(u, o, c->in[a], c->out[a], c->k[a])
+                                                            : ampc_frac_start_f((float)u, o, c->in[a], c->out[a], c->k[a]);
+    }
+    nn_load(c->x->dtype, ampc_data_ptr(c->x), p * iv, 1, iv, in);
+    double *out = in + iv + 3 * omax; /* after the starts (int64 and double have one size) */
+    int64_t *idx = c->indices + p * ov, k = 0;
+    for (int64_t od = 0; od < c->out[0]; od++)
+        for (int64_t oh = 0; oh < c->out[1]; oh++)
+            for (int64_t ow = 0; ow < c->out[2]; ow++, k++) {
+                int64_t d0 = start[0][od], h0 = start[1][oh], w0 = start[2][ow];
+                double best = -INFINITY;
+                int64_t best_i = (d0 * H + h0) * W + w0;
+                for (int64_t d = d0; d < d0 + c->k[0]; d++)
+                    for (int64_t h = h0; h < h0 + c->k[1]; h++)
+                        for (int64_t w = w0; w < w0 + c->k[2]; w++) {
+                            int64_t i = (d * H + h) * W + w;
+                            if (in[i] > best || isnan(in[i])) { /* NaN wins (the last one), as PyTorch */
+                                best = in[i];
+                                best_i = i;
+                            }
+                        }
+                out[k] = best;
+                idx[k] = best_i;
+            }
+    nn_store(c->y->dtype, ampc_data_ptr(c->y), p * ov, 1, ov, out);
+}
+
+static ampc_status cpu_fractional_max_pool(ampc_op op, const ampc_fractional_max_pool_args *a) {
+    frac_ctx c = {.planes = a->in->shape[0] * a->in->shape[1], .c = a->in->shape[1], .nsp = (int)a->samples->shape[2],
+                  .x = a->in, .samples = a->samples, .y = a->out, .indices = (int64_t *)ampc_data_ptr(a->indices)};
+    int64_t omax = 1;
+    for (int i = 0; i < 3; i++) {
+        c.in[i] = a->in->shape[2 + i], c.out[i] = a->out->shape[2 + i], c.k[i] = a->kernel[i];
+        omax = c.out[i] > omax ? c.out[i] : omax;
+    }
+    int64_t iv = c.in[0] * c.in[1] * c.in[2], ov = c.out[0] * c.out[1] * c.out[2];
+    int64_t work = c.planes * ov * c.k[0] * c.k[1] * c.k[2];
+    /* plane p of (n, c) reads samples row n * C + c: the first N rows of (N', C, nsp) */
+    return nn_run_tasks(op, c.planes, nn_threads(work), iv + 3 * omax + ov, frac_task, &c);
+}
+
 /* ---------------------------------------------------------------- rms_norm */
 
 typedef struct rms_ctx {
@@ -261,6 +330,7 @@ static ampc_status cpu_rms_norm_backward(ampc_op op, const ampc_rms_norm_backwar
 
 void ampc_cpu_register_nn_poolnorm(void) {
     ampc_register_pool3d(AMPC_CPU, cpu_pool3d);
+    ampc_register_fractional_max_pool(AMPC_CPU, cpu_fractional_max_pool);
     ampc_register_rms_norm(AMPC_CPU, cpu_rms_norm);
     ampc_register_rms_norm_backward(AMPC_CPU, cpu_rms_norm_backward);
 }

@@ -12,6 +12,7 @@
  * Arithmetic in fp32 (double for fp64 input), results rounded once. */
 #include <math.h>
 
+#include "../core/fractional_pool.h"
 #include "../core/kernel_args.h"
 #include "cuda_common.cuh"
 
@@ -197,6 +198,77 @@ static ampc_status cuda_pool3d(ampc_op op, const ampc_pool3d_args *a) {
     return AMPC_OK;
 }
 
+/* ---------------------------------------------------------------- fractional max pooling */
+
+struct frac_geom {
+    int64_t planes, in[3], out[3], k[3];
+    int nsp;
+};
+
+/* One thread per output: its window starts from the plane's samples (core/fractional_pool.h;
+ * 3-d pools take (t, h, w) from samples[0, 1, 2], 2-d pools (w, h) from samples[0, 1]). */
+template <typename T>
+__global__ void fractional_max_pool_kernel(const T *__restrict__ x, const T *__restrict__ smp, T *__restrict__ y,
+                                           int64_t *__restrict__ ind, frac_geom g) {
+    typedef ampc_opmath_t<T> acc_t;
+    int64_t H = g.in[1], W = g.in[2], iv = g.in[0] * H * W;
+    int64_t ov = g.out[0] * g.out[1] * g.out[2], total = g.planes * ov;
+    PN_LOOP(i, total) {
+        int64_t p = i / ov, r = i - p * ov;
+        int64_t o[3];
+        o[0] = r / (g.out[1] * g.out[2]);
+        int64_t r2 = r - o[0] * g.out[1] * g.out[2];
+        o[1] = r2 / g.out[2], o[2] = r2 - o[1] * g.out[2];
+        int64_t st[3];
+        for (int a = 0; a < 3; a++) {
+            if (a < 3 - g.nsp) {
+                st[a] = 0;
+                continue;
+            }
+            acc_t u = ampc_load(smp, p * g.nsp + (g.nsp == 3 ? a : 2 - a));
+            st[a] = sizeof(acc_t) == 8 ? ampc_frac_start_d((double)u, o[a], g.in[a], g.out[a], g.k[a])
+                                       : ampc_frac_start_f((float)u, o[a], g.in[a], g.out[a], g.k[a]);
+        }
+        const T *plane = x + p * iv;
+        acc_t best = -INFINITY;
+        int64_t best_i = (st[0] * H + st[1]) * W + st[2];
+        for (int64_t d = st[0]; d < st[0] + g.k[0]; d++)
+            for (int64_t h = st[1]; h < st[1] + g.k[1]; h++)
+                for (int64_t c = st[2]; c < st[2] + g.k[2]; c++) {
+                    int64_t k = (d * H + h) * W + c;
+                    acc_t v = ampc_load(plane, k);
+                    if (v > best || isnan(v)) {
+                        best = v;
+                        best_i = k;
+                    }
+                }
+        y[i] = ampc_convert<T>(best);
+        ind[i] = best_i;
+    }
+}
+
+static ampc_status cuda_fractional_max_pool(ampc_op op, const ampc_fractional_max_pool_args *a) {
+    const ampc_tensor *x = a->in, *smp = a->samples;
+    if (a->out->dtype != x->dtype || smp->dtype != x->dtype || a->indices->dtype != AMPC_INT64)
+        return ampc_set_error(AMPC_E_TYPE, "%s: CUDA kernel expects x, y and samples of one dtype, int64 indices",
+                              ampc_op_name(op));
+    frac_geom g;
+    memset(&g, 0, sizeof g);
+    g.planes = x->shape[0] * x->shape[1], g.nsp = (int)smp->shape[2];
+    for (int i = 0; i < 3; i++) g.in[i] = x->shape[2 + i], g.out[i] = a->out->shape[2 + i], g.k[i] = a->kernel[i];
+    int64_t total = ampc_numel(a->out);
+    if (total == 0) return AMPC_OK;
+    ampc_cuda_guard guard(x);
+    cudaStream_t s = ampc_cuda_stream_of(x);
+    AMPC_CUDA_SWITCH_FLOATING(x->dtype, ampc_op_name(op), {
+        fractional_max_pool_kernel<scalar_t><<<pn_blocks(total), PN_THREADS, 0, s>>>(
+            (const scalar_t *)ampc_data_ptr(x), (const scalar_t *)ampc_data_ptr(smp), (scalar_t *)ampc_data_ptr(a->out),
+            (int64_t *)ampc_data_ptr(a->indices), g);
+    });
+    AMPC_CUDA_CHECK_LAUNCH();
+    return AMPC_OK;
+}
+
 /* ---------------------------------------------------------------- rms_norm */
 
 /* An operand of run-time dtype; p NULL for an absent optional one. */
@@ -330,6 +402,7 @@ static ampc_status cuda_rms_norm_backward(ampc_op op, const ampc_rms_norm_backwa
 
 extern "C" void ampc_cuda_register_nn_poolnorm(void) {
     ampc_register_pool3d(AMPC_CUDA, cuda_pool3d);
+    ampc_register_fractional_max_pool(AMPC_CUDA, cuda_fractional_max_pool);
     ampc_register_rms_norm(AMPC_CUDA, cuda_rms_norm);
     ampc_register_rms_norm_backward(AMPC_CUDA, cuda_rms_norm_backward);
 }

@@ -77,6 +77,23 @@ static PyObject *py_adaptive_max_pool(PyObject *mod, PyObject *args) {
     return with_indices(y, ind, return_indices);
 }
 
+/* (input, kernel of 2 or 3, output_size of as many, samples, return_indices) */
+static PyObject *py_fractional_max_pool(PyObject *mod, PyObject *args) {
+    PyObject *x_o, *k_o, *o_o, *s_o;
+    int return_indices;
+    const char *op = "fractional_max_pool";
+    if (!PyArg_ParseTuple(args, "OOOOp:_nn_fractional_max_pool", &x_o, &k_o, &o_o, &s_o, &return_indices)) return NULL;
+    ampc_tensor *x = ampc_py_unwrap(x_o, op, "input"), *smp = x ? ampc_py_unwrap(s_o, op, "_random_samples") : NULL;
+    if (!smp) return NULL;
+    int64_t k[3], o[3];
+    int nk = ampc_py_int_list(k_o, k, 3, op, "kernel_size"), no = nk < 0 ? -1 : ampc_py_int_list(o_o, o, 3, op, "output_size");
+    if (no < 0) return NULL;
+    if (nk != no) return PyErr_Format(PyExc_ValueError, "%s: kernel_size and output_size of different lengths", op);
+    ampc_tensor *y, *ind;
+    if (ampc_py_check(ampc_fractional_max_pool_nd(nk, x, k, o, smp, &y, &ind)) < 0) return NULL;
+    return with_indices(y, ind, return_indices);
+}
+
 /* (input, normalized_shape, weight or None, eps or None) */
 static PyObject *py_rms_norm(PyObject *mod, PyObject *args) {
     PyObject *x_o, *shape_o, *w_o, *eps_o;
@@ -104,6 +121,8 @@ PyMethodDef ampc_py_module_methods_nn_poolnorm[] = {
     {"_nn_adaptive_avg_pool3d", METHOD(py_adaptive_avg_pool3d), METH_VARARGS, "(input, (d, h, w); -1 keeps)"},
     {"_nn_adaptive_max_pool", METHOD(py_adaptive_max_pool), METH_VARARGS,
      "(input, output_size of 2 or 3 (-1 keeps), return_indices)"},
+    {"_nn_fractional_max_pool", METHOD(py_fractional_max_pool), METH_VARARGS,
+     "(input, kernel, output_size (2 or 3 each), samples, return_indices)"},
     {"_nn_rms_norm", METHOD(py_rms_norm), METH_VARARGS, "(input, normalized_shape, weight, eps or None)"},
     {NULL, NULL, 0, NULL},
 };

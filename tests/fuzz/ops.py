@@ -47,6 +47,13 @@ NOT_FUZZED.update({name: "issue 13 fused rnn cell: torch has CUDA kernels only (
                    "it against torch's cell math in every dtype, nn.LSTM/GRU through the nn parity harness" for name in (
     "_thnn_fused_lstm_cell", "_thnn_fused_lstm_cell_backward_impl", "_thnn_fused_gru_cell",
     "_thnn_fused_gru_cell_backward")})
+# ---- issue 13, poolnorm: checked against torch (values, indices, grads, 16-bit, NaN windows, errors) by
+# tests/test_poolnorm.py and tests/nn_parity/cases_poolnorm.py; generators of their own are still to be written
+NOT_FUZZED.update({name: "issue 13 poolnorm op: tests/test_poolnorm.py (no fuzz generator yet)" for name in (
+    "max_pool3d", "max_pool3d_backward", "avg_pool3d", "avg_pool3d_backward", "adaptive_avg_pool3d",
+    "adaptive_avg_pool3d_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_backward", "adaptive_max_pool3d",
+    "adaptive_max_pool3d_backward", "fractional_max_pool2d", "fractional_max_pool2d_backward",
+    "fractional_max_pool3d", "fractional_max_pool3d_backward", "rms_norm", "rms_norm_backward")})
 
 
 def op(name, grad=True, rows=None):

@@ -64,6 +64,12 @@ CASES = [
     Case("nn.MaxUnpool2d", lambda M: M.nn.MaxUnpool2d(2), [X((2, 3, 7, 6))], call=_unpool_call(2),
          kwargs=dict(output_size=(7, 6))),
     Case("nn.MaxUnpool3d", lambda M: M.nn.MaxUnpool3d(2), [X((1, 2, 4, 6, 4))], call=_unpool_call(3)),
+    Case("nn.FractionalMaxPool2d", lambda M: M.nn.FractionalMaxPool2d(
+        (2, 3), output_size=(4, 5), _random_samples=M.tensor([[[0.3, 0.7]] * 3, [[0.9, 0.1]] * 3])),
+         [X((2, 3, 9, 11))]),
+    Case("nn.FractionalMaxPool3d", lambda M: M.nn.FractionalMaxPool3d(
+        2, output_ratio=0.5, return_indices=True, _random_samples=M.tensor([[[0.2, 0.5, 0.8]] * 2])),
+         [X((2, 8, 6, 7))], id="nn.FractionalMaxPool3d-unbatched-ratio"),
     # ---------------------------------------------------------------- normalisation modules
     Case("nn.BatchNorm3d", lambda M: M.nn.BatchNorm3d(3), [X((2, 3, 3, 4, 2))], train=True),
     Case("nn.BatchNorm3d", lambda M: M.nn.BatchNorm3d(3, momentum=None, affine=False), [X((2, 3, 2, 3, 2))],
@@ -87,6 +93,8 @@ CASES = [
          id="nn.RMSNorm-2d-noaffine"),
     Case("nn.LocalResponseNorm", lambda M: M.nn.LocalResponseNorm(3, alpha=0.5, beta=0.5, k=2.0), [X((2, 5, 4, 3))]),
     Case("nn.LocalResponseNorm", lambda M: M.nn.LocalResponseNorm(2), [X((2, 5, 4))], id="nn.LocalResponseNorm-3d"),
+    Case("nn.CrossMapLRN2d", lambda M: M.nn.CrossMapLRN2d(3, alpha=0.5, beta=0.5, k=2), [X((2, 5, 3, 4))]),
+    Case("nn.CrossMapLRN2d", lambda M: M.nn.CrossMapLRN2d(4), [X((2, 6, 2, 3))], id="nn.CrossMapLRN2d-even"),
     # ---------------------------------------------------------------- functional
     Case(F + "max_pool1d", _f("max_pool1d"), [X((2, 3, 9)), Const(3)], kwargs=dict(stride=2, padding=1)),
     Case(F + "max_pool3d", _f("max_pool3d"), [X((1, 2, 5, 5, 6)), Const(3)], kwargs=dict(stride=2, padding=1)),
@@ -115,6 +123,14 @@ CASES = [
     Case(F + "max_unpool2d", _f("max_unpool2d"), [X((3, 6, 4))], call=_unpool_fn(2)),
     Case(F + "max_unpool3d", _f("max_unpool3d"), [X((1, 2, 4, 5, 4))], call=_unpool_fn(3),
          kwargs=dict(output_size=(1, 2, 4, 5, 4))),
+    Case(F + "fractional_max_pool2d", _f("fractional_max_pool2d"),
+         [X((2, 3, 8, 9)), Const(3), Const((4, 5)), Const(None), Const(False), Xc((2, 3, 2), 0, 1)]),
+    Case(F + "fractional_max_pool3d", _f("fractional_max_pool3d"),
+         [X((1, 2, 6, 7, 5)), Const(2), Const(None), Const(0.6), Const(True), Xc((1, 2, 3), 0, 1)]),
+    Case(F + "fractional_max_pool2d_with_indices", _f("fractional_max_pool2d_with_indices"),
+         [X((3, 7, 7)), Const((2, 2)), Const(3), Const(None), Const(False), Xc((1, 3, 2), 0, 1)]),
+    Case(F + "fractional_max_pool3d_with_indices", _f("fractional_max_pool3d_with_indices"),
+         [X((2, 1, 5, 5, 6)), Const(2), Const((2, 3, 4)), Const(None), Const(False), Xc((3, 1, 3), 0, 1)]),
     Case(F + "instance_norm", _f("instance_norm"), [X((2, 3, 5)), Xc((3,)), Xc((3,), 0.5, 1.5), X((3,)), X((3,))],
          kwargs=dict(use_input_stats=True, momentum=0.2)),
     Case(F + "instance_norm", _f("instance_norm"), [X((2, 3, 4, 4)), Xc((3,)), Xc((3,), 0.5, 1.5)],

@@ -334,3 +334,49 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         div = div.view(sizes)
     div = div.mul(alpha).add(k).pow(beta)
     return input / div
+
+
+# ---------------------------------------------------------------- fractional max pooling
+
+__all__ += ["fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
+            "fractional_max_pool3d_with_indices"]
+
+
+def _fractional(input, kernel_size, output_size, output_ratio, return_indices, _random_samples, n):
+    name = f"fractional_max_pool{n}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    kernel = _sizes(kernel_size, n, name, "kernel_size")
+    if output_size is None:
+        if n == 2 and isinstance(output_ratio, (list, tuple)) and len(output_ratio) > 2:
+            raise ValueError(f"{name} requires output_ratio to either be a single Int or tuple of Ints.")
+        ratio = tuple(output_ratio) if isinstance(output_ratio, (list, tuple)) else (output_ratio,) * n
+        if len(ratio) == 1:
+            ratio = ratio * n
+        output_size = [int(input.shape[input.dim() - n + d] * ratio[d]) for d in range(n)]
+    output_size = _sizes(output_size, n, name, "output_size")
+    if _random_samples is None:
+        n_batch = 1 if input.dim() == n + 1 else input.shape[0]
+        _random_samples = _F._ampc().rand(n_batch, input.shape[input.dim() - n - 1], n, dtype=input.dtype,
+                                          device=input.device)
+    return _C._nn_fractional_max_pool(input, kernel, output_size, _random_samples, bool(return_indices))
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    return _fractional(input, kernel_size, output_size, output_ratio, True, _random_samples, 2)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    return _fractional(input, kernel_size, output_size, output_ratio, return_indices, _random_samples, 2)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    return _fractional(input, kernel_size, output_size, output_ratio, True, _random_samples, 3)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    return _fractional(input, kernel_size, output_size, output_ratio, return_indices, _random_samples, 3)

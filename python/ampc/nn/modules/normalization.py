@@ -126,3 +126,81 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self):
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+# ---------------------------------------------------------------- issue 13: CrossMapLRN2d (torch's legacy
+# cross-channel LRN, with its own forward window and its own backward formula, which is not the exact
+# gradient of that forward; both are reproduced, over whole (N, H, W) slices per channel offset)
+
+__all__ += ["CrossMapLRN2d"]
+
+
+def _channel_cumsum(t, lead, trail):
+    """cumsum over dim 1 of t zero-padded with `lead` channels before, `trail` after, and one
+    more zero in front, so window sums are differences of two index_selects."""
+    from .. import functional as Fn
+    return Fn.pad(t, (0, 0, 0, 0, lead + 1, trail)).cumsum(1)
+
+
+class _CrossMapLRN2dFunction:
+    @staticmethod
+    def make():
+        from ...autograd import Function
+
+        class CrossMapLRN2d(Function):  # its nodes: CrossMapLRN2dBackward, as in torch
+            @staticmethod
+            def forward(ctx, input, size, alpha, beta, k):
+                import ampc
+                if input.dim() != 4:
+                    raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+                c = input.shape[1]
+                pre_pad = int((size - 1) / 2 + 1)
+                sq = input * input
+                s = _channel_cumsum(sq, 0, 0)  # s[j] = sum of sq[0 .. j - 1]
+                ch = ampc.arange(c, device=input.device)
+                # torch's running window: sq[0 .. min(c + pre_pad - 1, C - 1)], less sq[1 .. c - pre_pad]
+                upper = s.index_select(1, (ch + pre_pad).clamp(max=c))
+                low_end = (ch - pre_pad + 1).clamp(min=1)
+                lower = s.index_select(1, low_end) - s.narrow(1, 1, 1)
+                scale = (upper - lower).mul(alpha / size).add(k)
+                output = scale.pow(-beta) * input
+                ctx.size, ctx.alpha, ctx.beta = size, alpha, beta
+                ctx.save_for_backward(input, output, scale)
+                return output
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                import ampc
+                input, output, scale = ctx.saved_tensors
+                size, c = ctx.size, input.shape[1]
+                inverse_pre_pad = int(size - (size - 1) / 2)
+                ratio = grad_output * output / scale
+                # accum[c] = sum of ratio[c - inverse_pre_pad .. c + size - 1 - inverse_pre_pad] (clipped)
+                q = _channel_cumsum(ratio, inverse_pre_pad, size - 1 - inverse_pre_pad)
+                ch = ampc.arange(c, device=input.device)
+                accum = q.index_select(1, ch + size) - q.index_select(1, ch)
+                grad = scale.pow(-ctx.beta) * grad_output - (2 * ctx.alpha * ctx.beta / size) * input * accum
+                return grad, None, None, None, None
+
+        return CrossMapLRN2d
+
+
+_cross_map_lrn2d = None
+
+
+class CrossMapLRN2d(Module):
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        global _cross_map_lrn2d
+        if _cross_map_lrn2d is None:
+            _cross_map_lrn2d = _CrossMapLRN2dFunction.make()
+        return _cross_map_lrn2d.apply(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)

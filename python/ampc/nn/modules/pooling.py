@@ -218,3 +218,42 @@ class MaxUnpool2d(_MaxUnpoolNd):
 class MaxUnpool3d(_MaxUnpoolNd):
     _n = 3
     _fn = "max_unpool3d"
+
+
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]
+
+
+class _FractionalMaxPoolNd(Module):
+    """Max over windows at pseudo-random strides (Graham 2014): one uniform sample per (sample,
+    channel, dim) drawn at each call unless _random_samples is given (a buffer, as in torch)."""
+    _n = 0
+    _fn = None
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False, _random_samples=None):
+        super().__init__()
+        n, name = self._n, type(self).__name__
+        self.kernel_size = _tuple(kernel_size, n)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _tuple(output_size, n) if output_size is not None else None
+        self.output_ratio = _tuple(output_ratio, n) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, self.kernel_size, self.output_size, self.output_ratio,
+                                    self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _n = 2
+    _fn = "fractional_max_pool2d"
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _n = 3
+    _fn = "fractional_max_pool3d"

@@ -471,6 +471,11 @@ HOST_BY_DESIGN = {
                                   "ampc.from_numpy(labels.astype(np.int64))"},  # then .to(device)
     "demo.py": {"torch.from_numpy(idx)"},  # then .to(device)
 }
+# orthogonal_'s / orthogonal's QR comes from NumPy (LAPACK), then .to(device); sparse_'s row
+# permutations come from the CPU generator, as torch.randperm(rows) does
+HOST_BY_DESIGN["nn/init.py"] |= {"_C.from_numpy(np.ascontiguousarray(q))", "_C.from_numpy(np.ascontiguousarray(r))",
+                                 "_C.randperm(rows)"}
+HOST_BY_DESIGN["nn/utils/parametrizations.py"] = {"_C.from_numpy(np.ascontiguousarray(q))"}
 
 
 def test_library_factories_name_their_device():

@@ -3,7 +3,6 @@ registration, state_dict), state_dict/load_state_dict rules and error texts, tra
 submodule accessors, ParameterList/ParameterDict/Sequential/ModuleList/ModuleDict operations,
 nn.parallel. Each check runs the same code on both libraries (`M` is torch or ampc) and compares
 what comes out."""
-import pickle  # noqa: F401
 import warnings
 from collections import OrderedDict
 

@@ -388,8 +388,8 @@ def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, args
     return _tree_replace(ret, iter(new_outputs))
 
 
-def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn, determinism_check=_DEFAULT_DETERMINISM_MODE,
-               debug=False, early_stop=True, **kwargs):
+def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
+               determinism_check=_DEFAULT_DETERMINISM_MODE, debug=False, early_stop=True, **kwargs):
     """Runs function(*args, **kwargs) without keeping its activations; backward reruns it."""
     if use_reentrant is None:
         warnings.warn("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in "

@@ -19,13 +19,14 @@ def _process_group_ready():
 class DistributedDataParallel(Module):
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
                  init_sync=True, process_group=None, bucket_cap_mb=None, find_unused_parameters=False,
-                 check_reduction=False, gradient_as_bucket_view=False, static_graph=False, delay_all_reduce_named_params=None,
-                 param_to_hook_all_reduce=None, mixed_precision=None, device_mesh=None, skip_all_reduce_unused_params=False):
+                 check_reduction=False, gradient_as_bucket_view=False, static_graph=False,
+                 delay_all_reduce_named_params=None, param_to_hook_all_reduce=None, mixed_precision=None,
+                 device_mesh=None, skip_all_reduce_unused_params=False):
         super().__init__()
         if process_group is None and not _process_group_ready():
             raise ValueError("Default process group has not been initialized, please make sure to call "
                              "init_process_group. (ampc: DistributedDataParallel needs ampc.distributed's process "
                              "groups, issue 17, which this build does not have; on one process use the module "
                              "itself or nn.DataParallel)")
-        raise NotImplementedError("ampc: DistributedDataParallel's gradient all-reduce is issue 17 (ampc.distributed); "
-                                  "this build has no collective backend")
+        raise NotImplementedError("ampc: DistributedDataParallel's gradient all-reduce is issue 17 "
+                                  "(ampc.distributed); this build has no collective backend")

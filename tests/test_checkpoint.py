@@ -249,3 +249,24 @@ def test_module_namespace():
     assert ours <= set(torch.utils.checkpoint.__all__)
     assert set(c.__all__) == ours and all(hasattr(c, n) for n in ours)
     assert ampc.utils.checkpoint is c
+
+
+def _edges(t):
+    return [n for n, _ in t.grad_fn.next_functions if n is not None]
+
+
+def test_non_reentrant_node_reaches_only_its_own_segment():
+    """The node of a segment has edges to its tensor inputs and the leaves of its own graph only
+    (the walk stops at the inputs' nodes: a chain of segments stays linear, not quadratic), and a
+    leaf mixed in with a non-leaf input is found."""
+    layers = [nn.Linear(3, 3) for _ in range(4)]
+    h = ampc.randn(2, 3, requires_grad=True)
+    for layer in layers:
+        h = checkpoint(layer, h * 1.0, use_reentrant=False)  # a non-leaf input for every segment
+        assert len(_edges(h)) == 3  # the input, weight, bias
+    w = ampc.randn(3, requires_grad=True)
+    x = ampc.randn(3, requires_grad=True) * 2
+    y = checkpoint(lambda t: t * w, x, use_reentrant=False)
+    assert len(_edges(y)) == 2
+    (gw,) = ampc.autograd.grad(y.sum(), [w])
+    np.testing.assert_allclose(gw.numpy(), x.detach().numpy())

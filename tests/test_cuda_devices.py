@@ -483,6 +483,11 @@ HOST_BY_DESIGN = {
     "testing/pytest_plugin.py": {"ampc.tensor(arr)", "ampc.tensor(ref)", "ampc.tensor(value)"},  # golden files: host
     "utils/data/_worker.py": {"_C.empty((), dtype=_C.int64)"},  # the workers' base seed, drawn on the host as torch
 }
+# orthogonal_'s / orthogonal's QR comes from NumPy (LAPACK), then .to(device); sparse_'s row
+# permutations come from the CPU generator, as torch.randperm(rows) does
+HOST_BY_DESIGN["nn/init.py"] |= {"_C.from_numpy(np.ascontiguousarray(q))", "_C.from_numpy(np.ascontiguousarray(r))",
+                                 "_C.randperm(rows)"}
+HOST_BY_DESIGN["nn/utils/parametrizations.py"] = {"_C.from_numpy(np.ascontiguousarray(q))"}
 
 
 def test_library_factories_name_their_device():

@@ -3,7 +3,6 @@ registration, state_dict), state_dict/load_state_dict rules and error texts, tra
 submodule accessors, ParameterList/ParameterDict/Sequential/ModuleList/ModuleDict operations,
 nn.parallel. Each check runs the same code on both libraries (`M` is torch or ampc) and compares
 what comes out."""
-import pickle  # noqa: F401
 import warnings
 from collections import OrderedDict
 
@@ -483,12 +482,13 @@ def test_parameterlist_in_a_model_trains_and_round_trips_with_torch():
 def test_data_parallel_runs_the_module_and_prefixes_state_dict():
     t, a = both(lambda M: M.nn.DataParallel(M.nn.Linear(3, 2)))
     assert list(a.state_dict()) == list(t.state_dict()) == ["module.weight", "module.bias"]
-    assert a.device_ids == t.device_ids == []
+    # torch here has no GPU: no device ids; ampc has one under the CUDA emulator (the module moved there)
+    assert a.device_ids == ([0] if ampc.cuda.is_available() else []) and t.device_ids == []
     a.load_state_dict({k: ampc.from_numpy(v.numpy().copy()) for k, v in t.state_dict().items()})
     x = np.ones((4, 3), np.float32)
-    _close(a(ampc.from_numpy(x)), t(torch.from_numpy(x)))
+    _close(a(ampc.from_numpy(x)).cpu(), t(torch.from_numpy(x)))
     assert repr(a) == repr(t)
-    _close(nn.parallel.data_parallel(a.module, ampc.from_numpy(x)), t(torch.from_numpy(x)))
+    _close(nn.parallel.data_parallel(a.module, ampc.from_numpy(x)).cpu(), t(torch.from_numpy(x)))
 
 
 def test_scatter_gather_and_replicate_on_the_cpu():

@@ -12,7 +12,6 @@ import torch
 import ampc
 import ampc.nn as nn
 from ampc.nn.utils import parametrizations as AP
-from ampc.nn.utils import parametrize as Ap
 from ampc.nn.utils.stateless import functional_call
 
 LIBS = [torch, ampc]

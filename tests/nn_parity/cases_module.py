@@ -5,8 +5,11 @@ its module, as torch's does). The containers have no forward of their own (but S
 init, repr, values, grads of inputs and parameters) are the runner's."""
 from nn_parity.spec import Case, X
 
+ALL = ("float32", "float64", "float16", "bfloat16")
+
 CASES = [
-    Case("nn.Sequential", lambda M: M.nn.Sequential(M.nn.Linear(5, 4), M.nn.ReLU(), M.nn.Linear(4, 3)), [X((3, 5))]),
+    Case("nn.Sequential", lambda M: M.nn.Sequential(M.nn.Linear(5, 4), M.nn.ReLU(), M.nn.Linear(4, 3)), [X((3, 5))],
+         dtypes=ALL),
     Case("nn.Sequential",
          lambda M: M.nn.Sequential(__import__("collections").OrderedDict(
              [("fc", M.nn.Linear(4, 6)), ("act", M.nn.Tanh()), ("out", M.nn.Linear(6, 2))])),
@@ -27,7 +30,7 @@ CASES = [
          [X((2, 3))], call=lambda m, x: m["act"](m["enc"](x)), id="nn.ModuleDict-pairs"),
     Case("nn.ParameterList",
          lambda M: M.nn.ParameterList([M.nn.Parameter(M.randn(4, 3)), M.randn(3), M.nn.Parameter(M.zeros(3, 2))]),
-         [X((2, 4))], call=lambda m, x: (x @ m[0] + m[1]) @ m[-1], repr=False),
+         [X((2, 4))], call=lambda m, x: (x @ m[0] + m[1]) @ m[-1], repr=False, dtypes=ALL),
     Case("nn.ParameterDict",
          lambda M: M.nn.ParameterDict({"w": M.nn.Parameter(M.randn(4, 3)), "b": M.randn(3)}),
          [X((2, 4))], call=lambda m, x: x @ m["w"] + m["b"], repr=False),

@@ -14,8 +14,8 @@ from ..autograd import no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
            "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
-__all__ += ["orthogonal_", "sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
-            "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
+__all__ += ["orthogonal_", "sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform",
+            "xavier_normal", "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
 
 Tensor = _C.Tensor  # torch.nn.init exposes the name (its annotations)
 

@@ -327,21 +327,22 @@ class _RunInfo:
 
 def _leaves_reached(outputs, tensor_inputs):
     """The leaf tensors requiring grad that the graph of `outputs` reaches, in first-seen order,
-    not looking past the nodes of the segment's own tensor inputs."""
+    not looking past the nodes of the segment's own tensor inputs.
+
+    Node wrappers are compared by identity, so every wrapper met stays referenced until the walk
+    ends (`keep_alive`): a freed wrapper's id could be reused by the next one. AccumulateGrad
+    wrappers are made afresh on each access, so leaves are told apart by their tensor."""
     input_ids = {id(t) for t in tensor_inputs}
-    stop = set()
-    for t in tensor_inputs:
-        if t.grad_fn is not None:
-            stop.add(id(t.grad_fn))
+    keep_alive = [t.grad_fn for t in tensor_inputs if t.grad_fn is not None]
+    stop = {id(node) for node in keep_alive}
     leaves, seen_leaf = [], set()
     seen, stack = set(), [o.grad_fn for o in outputs if o.grad_fn is not None]
-    keep_alive = []  # the node wrappers seen, so their ids stay unique during the walk
     while stack:
         node = stack.pop()
+        keep_alive.append(node)
         if id(node) in seen or id(node) in stop:
             continue
         seen.add(id(node))
-        keep_alive.append(node)
         variable = getattr(node, "variable", None)
         if variable is not None:
             if id(variable) not in input_ids and id(variable) not in seen_leaf:
@@ -387,8 +388,8 @@ def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, args
     return _tree_replace(ret, iter(new_outputs))
 
 
-def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn, determinism_check=_DEFAULT_DETERMINISM_MODE,
-               debug=False, early_stop=True, **kwargs):
+def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
+               determinism_check=_DEFAULT_DETERMINISM_MODE, debug=False, early_stop=True, **kwargs):
     """Runs function(*args, **kwargs) without keeping its activations; backward reruns it."""
     if use_reentrant is None:
         warnings.warn("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in "

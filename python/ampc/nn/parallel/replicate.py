@@ -3,7 +3,6 @@ the original's (gradients of a replica's forward reach the original parameters),
 torch.nn.parallel.replicate."""
 import copy
 
-from ... import _C
 from .scatter_gather import _device
 
 __all__ = ["replicate"]

@@ -4,7 +4,6 @@ weight becomes two parameters, <name>_g (the norms) and <name>_v (the direction)
 recomputed as g * v / ||v|| before every forward."""
 import warnings
 
-from ..modules.module import Module  # noqa: F401  (the type the functions take)
 from ..parameter import Parameter
 from ._norms import norm_except_dim, weight_norm as _weight_norm
 

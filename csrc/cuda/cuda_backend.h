@@ -115,6 +115,7 @@ void ampc_cuda_register_nn_loss(void);      /* cuda_nn_loss.cu: the elementwise 
 void ampc_cuda_register_amp(void);          /* cuda_amp.cu: AMP, MULTI_TENSOR */
 void ampc_cuda_register_optim(void);        /* cuda_optim.cu: OPTIM */
 void ampc_cuda_register_sort(void);         /* cuda_sort.cu: SORT (sorting and selection) */
+void ampc_cuda_register_nn_attn(void);      /* cuda_nn_attn.cu: SDPA_FLASH (+ backward), issue 13 attn */
 
 /* ---- cuda_gemm.cu: counters of the paths the GEMM kernel took, for tests and benchmarks
  * (ampc._C._cuda_gemm_stats, whose names follow this order) ---- */

@@ -182,6 +182,7 @@ void ampc_cuda_register(void) {
     ampc_cuda_register_nn_loss_class();
     ampc_cuda_register_amp();
     ampc_cuda_register_optim();
+    ampc_cuda_register_nn_attn();
     ampc_cuda_register_sort();
     if (device_count == 0) return;
     ampc_cuda_register_allocators();

@@ -200,11 +200,12 @@ static inline float expf_poly(float v) {
     return v < -87.0f ? 0.0f : (v != v ? v : y * sc);
 }
 
-/* The max of x[0 .. n), NaN if any is NaN (NaN sticks, as in a softmax); -inf for n = 0. */
+/* The max of x[0 .. n) over its non-NaN values; -inf when there are none. A row whose scores are all
+ * NaN is thus an empty row (output 0), one with some NaN gives NaN through exp: torch's CPU flash
+ * kernel does the same. */
 static float row_max_f32_generic(const float *x, int64_t n) {
     float mx = -INFINITY;
-    for (int64_t i = 0; i < n; i++)
-        if (x[i] > mx || x[i] != x[i]) mx = x[i];
+    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
     return mx;
 }
 
@@ -224,19 +225,13 @@ __attribute__((target("avx2,fma"))) static float hsum256(__m256 v) {
 }
 
 __attribute__((target("avx2,fma"))) static float row_max_f32_avx2(const float *x, int64_t n) {
-    __m256 mx = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
+    __m256 mx = _mm256_set1_ps(-INFINITY);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        mx = _mm256_max_ps(mx, v);
-        nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    }
-    if (_mm256_movemask_ps(nan)) return NAN;
+    for (; i + 8 <= n; i += 8) mx = _mm256_max_ps(_mm256_loadu_ps(x + i), mx); /* a NaN lane keeps mx */
     float m[8], r = -INFINITY;
     _mm256_storeu_ps(m, mx);
     for (int j = 0; j < 8; j++) r = m[j] > r ? m[j] : r;
-    for (; i < n; i++)
-        if (x[i] > r || x[i] != x[i]) r = x[i];
+    for (; i < n; i++) r = x[i] > r ? x[i] : r;
     return r;
 }
 
@@ -288,8 +283,7 @@ static float exp_sub_f32(float *x, int64_t n, float sub) {
 
 static double row_max_f64(const double *x, int64_t n) {
     double mx = -INFINITY;
-    for (int64_t i = 0; i < n; i++)
-        if (x[i] > mx || x[i] != x[i]) mx = x[i];
+    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
     return mx;
 }
 

@@ -78,9 +78,9 @@ __global__ void at_forward_kernel(at_geom g, const T *q, const T *k, const T *v,
             for (int64_t c = 0; c < g.e; c++) s += qr[c] * ks[jj * g.e + c];
             s += at_bias<A>(g, nq, i, j0 + jj);
             sc[jj] = s;
-            if (s > mx || s != s) mx = s;
+            if (s > mx) mx = s; /* NaN scores do not count (an all-NaN row is empty), as on the CPU */
         }
-        A mnew = (mx > m || mx != mx) ? mx : m;
+        A mnew = mx > m ? mx : m;
         if (mnew == nn_neg_inf<A>()) continue; /* nothing kept yet */
         A alpha = exp(m - mnew), sum = 0;
         for (int jj = 0; jj < bk; jj++) {

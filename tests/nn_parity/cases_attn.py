@@ -27,7 +27,7 @@ CASES = [
     Case("nn.MultiheadAttention", _mha(kdim=5, vdim=3), [X((5, 2, 8)), X((6, 2, 5)), X((6, 2, 3))],
          id="attn-mha-kdim-vdim"),
     Case("nn.MultiheadAttention", _mha(add_bias_kv=True, add_zero_attn=True, bias=False),
-         [X((5, 2, 8)), X((6, 2, 8)), X((6, 2, 8))], id="attn-mha-bias-kv-zero-attn", init=False),
+         [X((5, 2, 8)), X((6, 2, 8)), X((6, 2, 8))], id="attn-mha-bias-kv-zero-attn"),
     Case("nn.MultiheadAttention", _mha(batch_first=True), [X((2, 5, 8)), X((2, 6, 8)), X((2, 6, 8)),
                                                          Bool((2, 6), 0.8)],
          call=lambda m, q, k, v, kpm: m(q, k, v, key_padding_mask=kpm.logical_not(), average_attn_weights=False),

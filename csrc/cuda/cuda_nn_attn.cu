@@ -20,13 +20,14 @@
 #define AT_ROWS 64   /* rows (threads) per block */
 #define AT_TILE 32   /* rows of the other side per shared-memory tile */
 #define AT_DMAX 256  /* largest head dim */
+#define AT_SMEM (46 * 1024) /* bytes of the static shared tile buffer (under the 48 KiB a block may have) */
 
 struct at_geom {
     int64_t n, hq, hk, group, l, s, e, ev;
     const void *mask;
     int mask_dt;
     int64_t ms[4];
-    int causal, tile; /* tile: rows per shared-memory tile, <= AT_TILE, so a tile fits 48 KiB */
+    int causal, tile; /* tile: rows per shared-memory tile, <= AT_TILE, so a tile fits AT_SMEM */
     double scale, p;
     unsigned long long seed, offset;
 };
@@ -56,8 +57,8 @@ template <typename A> __device__ __forceinline__ A at_drop(const at_geom &g, int
 template <typename T>
 __global__ void at_forward_kernel(at_geom g, const T *q, const T *k, const T *v, T *out, ampc_opmath_t<T> *lse) {
     typedef ampc_opmath_t<T> A;
-    extern __shared__ unsigned char at_smem[];
-    A *ks = (A *)at_smem, *vs = ks + g.tile * g.e;
+    __shared__ A at_smem[AT_SMEM / sizeof(A)];
+    A *ks = at_smem, *vs = ks + g.tile * g.e;
     const int64_t nq = blockIdx.y, nk = at_kv_head(g, nq), i = (int64_t)blockIdx.x * AT_ROWS + threadIdx.x;
     const bool row_ok = i < g.l;
     A qr[AT_DMAX], o[AT_DMAX], m = nn_neg_inf<A>(), lsum = 0;
@@ -108,8 +109,8 @@ template <typename T>
 __global__ void at_dq_kernel(at_geom g, const T *q, const T *k, const T *v, const T *dout,
                              const ampc_opmath_t<T> *lse, T *dq, ampc_opmath_t<T> *dws) {
     typedef ampc_opmath_t<T> A;
-    extern __shared__ unsigned char at_smem[];
-    A *ks = (A *)at_smem, *vs = ks + g.tile * g.e;
+    __shared__ A at_smem[AT_SMEM / sizeof(A)];
+    A *ks = at_smem, *vs = ks + g.tile * g.e;
     const int64_t nq = blockIdx.y, nk = at_kv_head(g, nq), i = (int64_t)blockIdx.x * AT_ROWS + threadIdx.x;
     const bool row_ok = i < g.l;
     A qr[AT_DMAX], dor[AT_DMAX], acc[AT_DMAX], d = 0, li = row_ok ? lse[nq * g.l + i] : (A)0;
@@ -151,8 +152,8 @@ template <typename T>
 __global__ void at_dkv_kernel(at_geom g, const T *q, const T *k, const T *v, const T *dout,
                               const ampc_opmath_t<T> *lse, const ampc_opmath_t<T> *dws, T *dk, T *dv) {
     typedef ampc_opmath_t<T> A;
-    extern __shared__ unsigned char at_smem[];
-    A *qs = (A *)at_smem, *ds_ = qs + g.tile * g.e, *ls = ds_ + g.tile * g.ev, *dd = ls + g.tile;
+    __shared__ A at_smem[AT_SMEM / sizeof(A)];
+    A *qs = at_smem, *ds_ = qs + g.tile * g.e, *ls = ds_ + g.tile * g.ev, *dd = ls + g.tile;
     const int64_t nk = blockIdx.y, j = (int64_t)blockIdx.x * AT_ROWS + threadIdx.x;
     const bool row_ok = j < g.s;
     A kr[AT_DMAX], vr[AT_DMAX], dkr[AT_DMAX], dvr[AT_DMAX];
@@ -211,7 +212,7 @@ static ampc_status at_geom_of(const char *what, const ampc_tensor *q, const ampc
     }
     g->causal = causal, g->scale = scale, g->p = p, g->seed = seed, g->offset = offset;
     size_t el = q->dtype == AMPC_FLOAT64 ? sizeof(double) : sizeof(float);
-    int64_t fit = (int64_t)(48 * 1024 / (el * (size_t)(g->e + g->ev + 2)));
+    int64_t fit = (int64_t)(AT_SMEM / (el * (size_t)(g->e + g->ev + 2)));
     g->tile = (int)(fit < AT_TILE ? fit : AT_TILE);
     return AMPC_OK;
 }
@@ -226,9 +227,8 @@ static ampc_status cuda_sdpa_flash(ampc_op op, const ampc_sdpa_flash_args *a) {
     ampc_cuda_guard guard(a->q);
     cudaStream_t st = ampc_cuda_stream_of(a->q);
     dim3 grid((unsigned)((g.l + AT_ROWS - 1) / AT_ROWS), (unsigned)(g.n * g.hq));
-    size_t smem = at_elem(a->q->dtype) * (size_t)(g.tile * (g.e + g.ev));
     AMPC_CUDA_SWITCH_FLOATING(a->q->dtype, "_scaled_dot_product_flash_attention", {
-        at_forward_kernel<scalar_t><<<grid, AT_ROWS, smem, st>>>(
+        at_forward_kernel<scalar_t><<<grid, AT_ROWS, 0, st>>>(
             g, (const scalar_t *)ampc_data_ptr(a->q), (const scalar_t *)ampc_data_ptr(a->k),
             (const scalar_t *)ampc_data_ptr(a->v), (scalar_t *)ampc_data_ptr(a->out),
             (ampc_opmath_t<scalar_t> *)ampc_data_ptr(a->lse));
@@ -250,7 +250,6 @@ static ampc_status cuda_sdpa_flash_backward(ampc_op op, const ampc_sdpa_flash_ba
     ampc_status status = AMPC_OK;
     dim3 gq((unsigned)((g.l + AT_ROWS - 1) / AT_ROWS), (unsigned)(g.n * g.hq));
     dim3 gk((unsigned)((g.s + AT_ROWS - 1) / AT_ROWS), (unsigned)(g.n * g.hk));
-    size_t smem_q = el * (size_t)(g.tile * (g.e + g.ev)), smem_k = el * (size_t)(g.tile * (g.e + g.ev + 2));
     auto run = [&](auto tag) -> ampc_status {
         typedef decltype(tag) scalar_t;
         typedef ampc_opmath_t<scalar_t> A;
@@ -258,7 +257,7 @@ static ampc_status cuda_sdpa_flash_backward(ampc_op op, const ampc_sdpa_flash_ba
         const scalar_t *v = (const scalar_t *)ampc_data_ptr(a->v), *go = (const scalar_t *)ampc_data_ptr(a->grad_out);
         const A *lse = (const A *)ampc_data_ptr(a->lse);
         if (g.n * g.hq * g.l > 0 && g.s > 0)
-            at_dq_kernel<scalar_t><<<gq, AT_ROWS, smem_q, st>>>(g, q, k, v, go, lse, (scalar_t *)ampc_data_ptr(a->grad_q),
+            at_dq_kernel<scalar_t><<<gq, AT_ROWS, 0, st>>>(g, q, k, v, go, lse, (scalar_t *)ampc_data_ptr(a->grad_q),
                                                                (A *)dws);
         else if (ampc_numel(a->grad_q) > 0)
             AMPC_CUDA_TRY(cudaMemsetAsync(ampc_data_ptr(a->grad_q), 0, ampc_numel(a->grad_q) * sizeof(scalar_t), st));
@@ -266,7 +265,7 @@ static ampc_status cuda_sdpa_flash_backward(ampc_op op, const ampc_sdpa_flash_ba
         if (g.n * g.hk * g.s > 0) {
             if (g.l == 0)
                 AMPC_CUDA_TRY(cudaMemsetAsync(dws, 0, dbytes, st));
-            at_dkv_kernel<scalar_t><<<gk, AT_ROWS, smem_k, st>>>(g, q, k, v, go, lse, (const A *)dws,
+            at_dkv_kernel<scalar_t><<<gk, AT_ROWS, 0, st>>>(g, q, k, v, go, lse, (const A *)dws,
                                                                 (scalar_t *)ampc_data_ptr(a->grad_k),
                                                                 (scalar_t *)ampc_data_ptr(a->grad_v));
             AMPC_CUDA_CHECK_LAUNCH();

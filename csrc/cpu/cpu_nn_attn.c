@@ -178,51 +178,119 @@ static void gemm_f64(int64_t n, int64_t m, int64_t k, const double *restrict a, 
         }
 }
 
-/* ---------------------------------------------------------------- exp of a row */
+/* ---------------------------------------------------------------- row max, exp of a row */
 
-/* x[i] = exp(x[i] - sub) in float: Cody-Waite reduction and Cephes' degree-6 polynomial (within
- * 2 ulp), in a loop the compiler vectorizes; below e^-87 the result is 0 (so -inf gives 0), NaN
- * stays NaN. */
-#define DEFINE_EXP_SUB(NAME, ATTR)                                                        \
-    ATTR static void NAME(float *restrict x, int64_t n, float sub) {                      \
-        for (int64_t i = 0; i < n; i++) {                                                 \
-            float v = x[i] - sub;                                                         \
-            float z = v < -87.0f ? -87.0f : (v > 88.0f ? 88.0f : v);                      \
-            float nf = (z * 1.44269504088896341f + 12582912.0f) - 12582912.0f;            \
-            float r = z - nf * 0.693359375f;                                              \
-            r = r + nf * 2.12194440e-4f;                                                  \
-            float p = 1.9875691500e-4f;                                                   \
-            p = p * r + 1.3981999507e-3f;                                                 \
-            p = p * r + 8.3334519073e-3f;                                                 \
-            p = p * r + 4.1665795894e-2f;                                                 \
-            p = p * r + 1.6666665459e-1f;                                                 \
-            p = p * r + 5.0000001201e-1f;                                                 \
-            float y = p * r * r + r + 1.0f;                                               \
-            uint32_t bits = (uint32_t)((int32_t)nf + 127) << 23;                          \
-            float sc;                                                                     \
-            memcpy(&sc, &bits, sizeof sc);                                                \
-            y = y * sc;                                                                   \
-            x[i] = v < -87.0f ? 0.0f : (v != v ? v : y);                                  \
-        }                                                                                 \
-    }
-
-DEFINE_EXP_SUB(exp_sub_f32_generic, )
-#ifdef ATTN_X86
-DEFINE_EXP_SUB(exp_sub_f32_avx2, __attribute__((target("avx2,fma"))))
-#endif
-
-static void exp_sub_f32(float *x, int64_t n, float sub) {
-#ifdef ATTN_X86
-    if (pick_gemm_f32() != gemm_f32_generic) {
-        exp_sub_f32_avx2(x, n, sub);
-        return;
-    }
-#endif
-    exp_sub_f32_generic(x, n, sub);
+/* exp(v) in float: Cody-Waite reduction and Cephes' degree-6 polynomial (within 2 ulp); below
+ * e^-87 the result is 0 (so -inf gives 0), NaN stays NaN. */
+static inline float expf_poly(float v) {
+    float z = v < -87.0f ? -87.0f : (v > 88.0f ? 88.0f : v);
+    float nf = (z * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float r = z - nf * 0.693359375f;
+    r = r + nf * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    float y = p * r * r + r + 1.0f;
+    uint32_t bits = (uint32_t)((int32_t)nf + 127) << 23;
+    float sc;
+    memcpy(&sc, &bits, sizeof sc);
+    return v < -87.0f ? 0.0f : (v != v ? v : y * sc);
 }
 
-static void exp_sub_f64(double *x, int64_t n, double sub) {
-    for (int64_t i = 0; i < n; i++) x[i] = exp(x[i] - sub);
+/* The max of x[0 .. n) over its non-NaN values; -inf when there are none. A row whose scores are all
+ * NaN is thus an empty row (output 0), one with some NaN gives NaN through exp: torch's CPU flash
+ * kernel does the same. */
+static float row_max_f32_generic(const float *x, int64_t n) {
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    return mx;
+}
+
+/* x[i] = exp(x[i] - sub); returns the sum of the new x. */
+static float exp_sub_f32_generic(float *x, int64_t n, float sub) {
+    float sum = 0;
+    for (int64_t i = 0; i < n; i++) sum += (x[i] = expf_poly(x[i] - sub));
+    return sum;
+}
+
+#ifdef ATTN_X86
+__attribute__((target("avx2,fma"))) static float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"))) static float row_max_f32_avx2(const float *x, int64_t n) {
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) mx = _mm256_max_ps(_mm256_loadu_ps(x + i), mx); /* a NaN lane keeps mx */
+    float m[8], r = -INFINITY;
+    _mm256_storeu_ps(m, mx);
+    for (int j = 0; j < 8; j++) r = m[j] > r ? m[j] : r;
+    for (; i < n; i++) r = x[i] > r ? x[i] : r;
+    return r;
+}
+
+/* The same polynomial as expf_poly, 8 lanes at a time (with FMA: within the same 2 ulp). */
+__attribute__((target("avx2,fma"))) static float exp_sub_f32_avx2(float *x, int64_t n, float sub) {
+    const __m256 vsub = _mm256_set1_ps(sub), lo = _mm256_set1_ps(-87.0f), hi = _mm256_set1_ps(88.0f);
+    __m256 sum = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_sub_ps(_mm256_loadu_ps(x + i), vsub);
+        __m256 z = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+        __m256 nf = _mm256_round_ps(_mm256_mul_ps(z, _mm256_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256 r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(0.693359375f), z);
+        r = _mm256_fmadd_ps(nf, _mm256_set1_ps(2.12194440e-4f), r);
+        __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+        __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+        __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nf), _mm256_set1_epi32(127)), 23);
+        y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+        y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
+        y = _mm256_blendv_ps(y, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q)); /* NaN stays NaN */
+        _mm256_storeu_ps(x + i, y);
+        sum = _mm256_add_ps(sum, y);
+    }
+    float total = hsum256(sum);
+    for (; i < n; i++) total += (x[i] = expf_poly(x[i] - sub));
+    return total;
+}
+#endif
+
+static float row_max_f32(const float *x, int64_t n) {
+#ifdef ATTN_X86
+    if (pick_gemm_f32() != gemm_f32_generic) return row_max_f32_avx2(x, n);
+#endif
+    return row_max_f32_generic(x, n);
+}
+
+static float exp_sub_f32(float *x, int64_t n, float sub) {
+#ifdef ATTN_X86
+    if (pick_gemm_f32() != gemm_f32_generic) return exp_sub_f32_avx2(x, n, sub);
+#endif
+    return exp_sub_f32_generic(x, n, sub);
+}
+
+static double row_max_f64(const double *x, int64_t n) {
+    double mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    return mx;
+}
+
+static double exp_sub_f64(double *x, int64_t n, double sub) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) sum += (x[i] = exp(x[i] - sub));
+    return sum;
 }
 
 /* ---------------------------------------------------------------- loads and stores */
@@ -283,21 +351,25 @@ static inline double mask_value(ampc_dtype dt, const void *m, int64_t i) {
 #define SUF f32
 #define GEMM(...) pick_gemm_f32()(__VA_ARGS__)
 #define EXP_SUB exp_sub_f32
+#define ROW_MAX row_max_f32
 #include "cpu_nn_attn_impl.h"
 #undef T
 #undef SUF
 #undef GEMM
 #undef EXP_SUB
+#undef ROW_MAX
 
 #define T double
 #define SUF f64
 #define GEMM(...) gemm_f64(__VA_ARGS__)
 #define EXP_SUB exp_sub_f64
+#define ROW_MAX row_max_f64
 #include "cpu_nn_attn_impl.h"
 #undef T
 #undef SUF
 #undef GEMM
 #undef EXP_SUB
+#undef ROW_MAX
 
 /* ---------------------------------------------------------------- kernels */
 

@@ -1,7 +1,7 @@
 /* cpu_nn_attn_impl.h: the forward and backward of cpu_nn_attn.c for one accumulation type,
  * included once with T = float (float32, float16, bfloat16 storage) and once with T = double
- * (float64). The includer defines T, SUF, GEMM(n, m, k, a, lda, b, ldb, c, ldc) (C += A B) and
- * EXP_SUB(x, n, sub) (x = exp(x - sub)). */
+ * (float64). The includer defines T, SUF, GEMM(n, m, k, a, lda, b, ldb, c, ldc) (C += A B),
+ * EXP_SUB(x, n, sub) (x = exp(x - sub), returns the sum) and ROW_MAX(x, n) (over the non-NaN values). */
 
 #define ATTN_CAT_(a, b) a##_##b
 #define ATTN_CAT(a, b) ATTN_CAT_(a, b)
@@ -69,17 +69,13 @@ static void FN(fwd_tile)(const attn_geom *g, const ampc_sdpa_flash_args *a, cons
         GEMM(bq, bk, e, qs, e, ktn + (j0 / BK) * e * KT_LD, KT_LD, sc, BK);
         FN(mask_tile)(g, nq, i0, bq, j0, bk, sc);
         for (int64_t r = 0; r < bq; r++) {
-            T *sr = sc + r * BK, mx = (T)-INFINITY;
-            for (int64_t jj = 0; jj < bk; jj++)
-                if (sr[jj] > mx || sr[jj] != sr[jj]) mx = sr[jj]; /* NaN sticks, as in a softmax */
-            T mnew = (mx > m[r] || mx != mx) ? mx : m[r];
+            T *sr = sc + r * BK, mx = ROW_MAX(sr, bk);
+            T mnew = mx > m[r] ? mx : m[r];
             if (mnew == (T)-INFINITY) { /* nothing kept in this row yet */
                 memset(sr, 0, sizeof(T) * (size_t)bk);
                 continue;
             }
-            T alpha = (T)exp((double)(m[r] - mnew)), sum = 0;
-            EXP_SUB(sr, bk, mnew);
-            for (int64_t jj = 0; jj < bk; jj++) sum += sr[jj];
+            T alpha = (T)exp((double)(m[r] - mnew)), sum = EXP_SUB(sr, bk, mnew);
             lsum[r] = lsum[r] * alpha + sum;
             m[r] = mnew;
             if (alpha != (T)1)

@@ -120,6 +120,7 @@ void ampc_cuda_register_nn_rnn(void);       /* cuda_nn_rnn.cu: the fused LSTM/GR
 void ampc_cuda_register_sort(void);         /* cuda_sort.cu: SORT (sorting and selection) */
 void ampc_cuda_register_nn_loss_ctc(void);  /* cuda_nn_loss_ctc.cu: ctc_loss (issue 13, loss) */
 void ampc_cuda_register_nn_pdist(void);     /* cuda_nn_pdist.cu: pdist (issue 13, loss) */
+void ampc_cuda_register_nn_attn(void);      /* cuda_nn_attn.cu: SDPA_FLASH (+ backward), issue 13 attn */
 
 /* ---- cuda_gemm.cu: counters of the paths the GEMM kernel took, for tests and benchmarks
  * (ampc._C._cuda_gemm_stats, whose names follow this order) ---- */

@@ -182,6 +182,7 @@ void ampc_cuda_register(void) {
     ampc_cuda_register_nn_loss_class();
     ampc_cuda_register_amp();
     ampc_cuda_register_optim();
+    ampc_cuda_register_nn_attn();
     ampc_cuda_register_sort();
     ampc_cuda_register_nn_rnn(); /* issue 13: rnn */
     ampc_cuda_register_nn_pad(); /* issue 13, conv */

@@ -234,15 +234,6 @@ TORCH_CUDA_ONLY = {"_thnn_fused_lstm_cell", "_thnn_fused_gru_cell"}
 
 def _thnn(m, name):  # issue 13: rnn (torch has the fused cells as torch.ops.aten.* only, CUDA kernels only)
     return getattr(_C, name) if m is AM else getattr(torch.ops.aten, name)
-# PyTorch's CPU autocast lists differ from the CUDA lists ampc mirrors (pytorch-amp.md §1.6):
-# torch's CPU lower-precision list has no mv; its CPU fp32 list has no exp/log/pow/.../layer_norm/
-# norm/logsumexp and no fp32_set_opt_dtype rows but prod; it has no promote rows (dot, index_put,
-# scatter_add then raise on mixed dtypes). Only the rows where both policies agree are compared.
-TORCH_CPU_DIFFERS = {"mv", "exp", "log", "reciprocal", "rsqrt", "pow", "softplus", "layer_norm", "group_norm",
-                     "norm", "logsumexp", "softmax", "log_softmax", "sum", "cumsum", "dot", "index_put",
-                     "scatter_add", "acos", "asin", "cosh", "sinh", "tan", "log1p", "expm1", "log2", "log10",
-                     "erfinv", "cumprod"}
-TORCH_CPU_DIFFERS |= {"pdist"}  # issue 13, loss: torch's CPU fp32 list has no pdist (it raises for fp16/bf16)
 
 
 @pytest.mark.parametrize("lp_name", list(LP))

@@ -21,6 +21,7 @@ static PyMethodDef *const module_tables[] = {
     ampc_py_module_methods_storage, ampc_py_module_methods_sort,
     ampc_py_module_methods_tensor, ampc_py_module_methods_creation, ampc_py_module_methods_convert,
     ampc_py_module_methods_sampling, ampc_py_module_methods_rng_state, /* issue 12: rng */
+    ampc_py_module_methods_nn_act, /* issue 13: act */
 };
 
 static PyMethodDef *const tensor_tables[] = {

@@ -120,6 +120,7 @@ extern PyMethodDef ampc_py_module_methods_cuda[];        /* py_cuda.c */
 extern PyMethodDef ampc_py_module_methods_amp[];         /* py_amp.c */
 extern PyMethodDef ampc_py_module_methods_autocast[];    /* py_autocast.c */
 extern PyMethodDef ampc_py_module_methods_nn[];          /* py_nn.c (ampc.nn.functional) */
+extern PyMethodDef ampc_py_module_methods_nn_act[];      /* py_nn_act.c (issue 13: activations) */
 extern PyMethodDef ampc_py_module_methods_multi_tensor[]; /* py_multi_tensor.c (nn.utils.clip_grad_norm_) */
 extern PyMethodDef ampc_py_module_methods_optim[];        /* py_optim.c (ampc.optim's fused steps) */
 extern PyMethodDef ampc_py_module_methods_op_table[];     /* py_op_table.c (the rows of ops.def) */

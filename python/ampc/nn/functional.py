@@ -451,4 +451,5 @@ def _add_families(*names):
 
 
 _add_families(
+    "_functional_act",
 )

@@ -33,7 +33,8 @@
         return x * ampc_math_clamp_##S(x + (T)3, (T)0, (T)6) / (T)6;                                             \
     }                                                                                                            \
     AMPC_HD T ampc_ew_hardswish_backward_##S(T g, T x, ampc_ew_params_##S p) {                                  \
-        return x <= (T)-3 ? (T)0 : x < (T)3 ? g * (x / (T)3 + (T)0.5) : g;                                       \
+        /* NaN: g * NaN, as torch's vectorized loop (its scalar tail returns g) */                              \
+        return x <= (T)-3 ? (T)0 : x >= (T)3 ? g : g * (x / (T)3 + (T)0.5);                                      \
     }                                                                                                            \
     AMPC_HD T ampc_ew_hardsigmoid_##S(T x, ampc_ew_params_##S p) {                                              \
         return ampc_math_clamp_##S(x + (T)3, (T)0, (T)6) / (T)6;                                                 \
@@ -60,8 +61,9 @@
         return x > p.p0 ? x - p.p0 : (x < -p.p0 ? x + p.p0 : x * (T)0);                                          \
     }                                                                                                            \
     AMPC_HD T ampc_ew_hardshrink_##S(T x, ampc_ew_params_##S p) { return (x >= -p.p0 && x <= p.p0) ? (T)0 : x; } \
+    /* NaN: 0, as torch's vectorized loop (its scalar tail returns g) */                                        \
     AMPC_HD T ampc_ew_shrink_backward_##S(T g, T x, ampc_ew_params_##S p) {                                     \
-        return (x >= -p.p0 && x <= p.p0) ? (T)0 : g;                                                             \
+        return (x < -p.p0 || x > p.p0) ? g : (T)0;                                                               \
     }                                                                                                            \
     /* prelu(x, weight): the weight broadcast along the channels */                                             \
     AMPC_HD T ampc_ew_prelu_##S(T x, T w, ampc_ew_params_##S p) { return x > (T)0 ? x : w * x; }

@@ -322,3 +322,93 @@ def test_modules_match_torch_attributes():
         m = ampc.nn.Hardtanh(min_value=-2.0, max_value=2.0)
     assert (m.min_val, m.max_val) == (-2.0, 2.0) and any(issubclass(x.category, FutureWarning) for x in w)
     assert ampc.nn.PReLU(3).weight.tolist() == [0.25] * 3
+
+
+# ---------------------------------------------------------------- distances, normalisation, lookups
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("last", [False, True])
+@pytest.mark.parametrize("padding_idx", [None, 3])
+def test_embedding_bag_against_torch(mode, last, padding_idx):
+    rng = np.random.default_rng(4)
+    wv = rng.uniform(-1, 1, (9, 4))
+    idx = rng.integers(0, 9, 13).tolist()
+    offs = [0, 2, 2, 7, 12] + ([13] if last else [])
+    psw = rng.uniform(0.5, 2, 13).tolist() if mode == "sum" else None
+    outs = []
+    for M in (ampc, torch):
+        w = M.tensor(wv, requires_grad=True)
+        kw = dict(mode=mode, include_last_offset=last, padding_idx=padding_idx)
+        if psw is not None:
+            kw["per_sample_weights"] = M.tensor(psw, dtype=M.float64)
+        y = M.nn.functional.embedding_bag(M.tensor(idx), w, M.tensor(offs), **kw)
+        (y * M.arange(y.numel(), dtype=M.float64).reshape(y.shape).cos()).sum().backward()
+        outs.append((y, w.grad))
+    _close(outs[0][0], outs[1][0], "float64", f"embedding_bag {mode}")
+    _close(outs[0][1], outs[1][1], "float64", f"embedding_bag {mode} weight grad")
+
+
+def test_embedding_bag_2d_fp16_and_errors():
+    F, TF = ampc.nn.functional, torch.nn.functional
+    wv = np.random.default_rng(5).uniform(-1, 1, (6, 3))
+    idx = [[0, 5, 2], [1, 1, 4]]
+    ya = F.embedding_bag(ampc.tensor(idx), ampc.tensor(wv).half())
+    yt = TF.embedding_bag(torch.tensor(idx), torch.tensor(wv).half())
+    _close(ya, yt, "float16", "embedding_bag fp16 mean")
+    w = ampc.tensor(wv)
+    with pytest.raises(ValueError, match="offsets has to be a 1D Tensor but got None"):
+        F.embedding_bag(ampc.tensor([1, 2]), w)
+    with pytest.raises(ValueError, match="mode has to be one of sum, mean or max"):
+        F.embedding_bag(ampc.tensor(idx), w, mode="min")
+    with pytest.raises(NotImplementedError, match="per_sample_weights is only supported for mode='sum'"):
+        F.embedding_bag(ampc.tensor(idx), w, per_sample_weights=ampc.ones(2, 3))
+    with pytest.raises(RuntimeError, match="offsets\\[0\\] has to be 0"):
+        F.embedding_bag(ampc.tensor([1, 2, 3]), w, ampc.tensor([1, 2]))
+    assert tuple(F.embedding_bag(ampc.tensor([], dtype=ampc.int64), w, ampc.tensor([0, 0])).shape) == (2, 3)
+
+
+def test_embedding_max_norm_renorms_in_place_as_torch():
+    for norm_type in (2.0, 1.0, 3.5):
+        wv = np.random.default_rng(6).uniform(-2, 2, (7, 4))
+        wa, wt = ampc.tensor(wv, requires_grad=True), torch.tensor(wv, requires_grad=True)
+        idx = [[1, 3, 3], [6, 0, 1]]
+        ya = ampc.nn.functional.embedding(ampc.tensor(idx), wa, max_norm=1.5, norm_type=norm_type)
+        yt = torch.nn.functional.embedding(torch.tensor(idx), wt, max_norm=1.5, norm_type=norm_type)
+        _close(ya, yt, "float64", "embedding max_norm")
+        _close(wa, wt, "float64", "the renormed weight")
+        ya.sum().backward()
+        yt.sum().backward()
+        _close(wa.grad, wt.grad, "float64", "embedding max_norm grad")
+    m = ampc.nn.Embedding.from_pretrained(ampc.tensor(wv), max_norm=1.0)
+    assert repr(m) == repr(torch.nn.Embedding.from_pretrained(torch.tensor(wv), max_norm=1.0))
+    assert not m.weight.requires_grad
+    with pytest.raises(NotImplementedError, match="sparse"):
+        ampc.nn.Embedding(3, 2, sparse=True)
+
+
+def test_one_hot_normalize_distances():
+    F, TF = ampc.nn.functional, torch.nn.functional
+    assert F.one_hot(ampc.tensor([[2, 0], [1, 3]])).tolist() == TF.one_hot(torch.tensor([[2, 0], [1, 3]])).tolist()
+    for bad, msg in [(ampc.tensor([1.0]), "only applicable to index tensor of type LongTensor"),
+                     (ampc.tensor([-1]), "Class values must be non-negative"),
+                     (ampc.tensor([], dtype=ampc.int64), "Can not infer total number of classes from empty tensor")]:
+        with pytest.raises(RuntimeError, match=msg):
+            F.one_hot(bad)
+    with pytest.raises(RuntimeError, match="Class values must be smaller than num_classes"):
+        F.one_hot(ampc.tensor([3]), 3)
+    rng = np.random.default_rng(7)
+    a_v, b_v = rng.uniform(-1, 1, (3, 1, 5)), rng.uniform(-1, 1, (4, 5))
+    for dtype in ("float32", "float64", "float16", "bfloat16"):
+        a, t = ampc.tensor(a_v).to(getattr(ampc, dtype)), torch.tensor(a_v).to(getattr(torch, dtype))
+        b, u = ampc.tensor(b_v).to(getattr(ampc, dtype)), torch.tensor(b_v).to(getattr(torch, dtype))
+        _close(F.cosine_similarity(a, b, -1), TF.cosine_similarity(t, u, -1), dtype, "cosine_similarity")
+        _close(F.pairwise_distance(a, b), TF.pairwise_distance(t, u), dtype, "pairwise_distance")
+        _close(F.normalize(a, dim=-1), TF.normalize(t, dim=-1), dtype, "normalize")
+    z = ampc.zeros(2, 3)
+    _close(F.cosine_similarity(z, z), TF.cosine_similarity(torch.zeros(2, 3), torch.zeros(2, 3)), "float32",
+           "cosine of zero vectors")
+    out = ampc.empty(3, 1, 5, dtype=ampc.float64)
+    assert F.normalize(ampc.tensor(a_v), out=out) is out
+    with pytest.raises(RuntimeError, match="bilinear\\(\\): input1 size does not match weight size: got 2 but "
+                                           "expected 3"):
+        F.bilinear(ampc.ones(4, 2), ampc.ones(4, 3), ampc.ones(5, 3, 3))

@@ -1,6 +1,6 @@
 """Parity cases of issue 13's family act: the activations, the dropout family (eval mode here; the
 random draws are checked against torch's under the same seed in tests/test_act_more.py)."""
-from nn_parity.spec import Case, Const, X, Xc
+from nn_parity.spec import Case, Const, I, Sub, X, Xc
 
 F = "nn.functional."
 HALF = ("float32", "float64", "float16", "bfloat16")
@@ -8,6 +8,10 @@ HALF = ("float32", "float64", "float16", "bfloat16")
 
 def _f(name):
     return lambda M: getattr(M.nn.functional, name)
+
+
+def _offsets(M, drawn):
+    return M.tensor([0, 3, 3, 5])  # an empty bag in the middle
 
 
 CASES = [
@@ -70,4 +74,26 @@ CASES = [
     Case(F + "alpha_dropout", _f("alpha_dropout"), [X((3, 4))]),
     Case(F + "feature_alpha_dropout", _f("feature_alpha_dropout"), [X((2, 3, 4))]),
     Case(F + "dropout", _f("dropout"), [X((3, 4)), Const(0.0)], id="act-dropout-p0"),
+    # ---------------------------------------------------------------- distances, lookups
+    Case("nn.CosineSimilarity", lambda M: M.nn.CosineSimilarity(dim=1, eps=1e-6), [X((4, 5)), X((4, 5))]),
+    Case("nn.PairwiseDistance", lambda M: M.nn.PairwiseDistance(p=1.5, keepdim=True), [X((4, 5)), X((4, 5))]),
+    Case("nn.Bilinear", lambda M: M.nn.Bilinear(3, 4, 5), [X((2, 6, 3)), X((2, 6, 4))]),
+    Case("nn.Bilinear", lambda M: M.nn.Bilinear(2, 3, 2, bias=False), [X((4, 2)), X((4, 3))], id="nn.Bilinear-nobias"),
+    Case("nn.EmbeddingBag", lambda M: M.nn.EmbeddingBag(10, 3), [I((8,), 10), Sub(_offsets, I((1,), 2))]),
+    Case("nn.EmbeddingBag", lambda M: M.nn.EmbeddingBag(10, 3, mode="sum", padding_idx=2),
+         [I((3, 4), 10)], id="nn.EmbeddingBag-sum-2d-padding"),
+    Case("nn.EmbeddingBag", lambda M: M.nn.EmbeddingBag(10, 3, mode="max", include_last_offset=True),
+         [I((8,), 10), Sub(lambda M, t: M.tensor([0, 2, 2, 7]), I((1,), 2))], id="nn.EmbeddingBag-max-last"),
+    Case("nn.Embedding", lambda M: M.nn.Embedding(10, 4, max_norm=1.0, norm_type=1.5), [I((3, 5), 10)],
+         id="nn.Embedding-max-norm"),
+    Case(F + "normalize", _f("normalize"), [X((3, 4))], kwargs=dict(p=3.0, dim=0)),
+    Case(F + "one_hot", _f("one_hot"), [I((3, 4), 5)], kwargs=dict(num_classes=6), grad=False),
+    Case(F + "cosine_similarity", _f("cosine_similarity"), [X((3, 1, 4)), X((2, 4))], kwargs=dict(dim=-1)),
+    Case(F + "pairwise_distance", _f("pairwise_distance"), [X((3, 4)), X((4,))]),
+    Case(F + "bilinear", _f("bilinear"), [X((5, 2)), X((5, 3)), X((4, 2, 3)), X((4,))]),
+    Case(F + "embedding_bag", _f("embedding_bag"), [I((7,), 6), X((6, 3)), Sub(_offsets, I((1,), 2))],
+         kwargs=dict(mode="sum")),
+    Case(F + "embedding_bag", lambda M: lambda i, w, o, psw: M.nn.functional.embedding_bag(
+        i, w, o, mode="sum", per_sample_weights=psw), [I((7,), 6), X((6, 3)), Sub(_offsets, I((1,), 2)), X((7,))],
+         id=F + "embedding_bag-weights"),
 ]

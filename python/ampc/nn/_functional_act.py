@@ -308,3 +308,218 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
     return _dropout_impl(input, p, training, inplace, True, True)
+
+
+# ---------------------------------------------------------------- distances, normalisation, lookups
+# torch's compositions (aten/src/ATen/native/Distance.cpp, Embedding.cpp, EmbeddingBag.cpp,
+# functional.py), each a handful of C kernels: no loop over elements here.
+
+__all__ += ["normalize", "one_hot", "cosine_similarity", "pairwise_distance", "bilinear", "embedding",
+            "embedding_bag"]
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is None:
+        return input / denom
+    return out.copy_(input / denom)
+
+
+def one_hot(tensor, num_classes=-1):
+    import ampc
+    if tensor.dtype != ampc.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if tensor.numel() == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(tensor.max()) + 1
+    elif num_classes < -1:
+        raise RuntimeError("num_classes should be positive")
+    if tensor.numel() > 0:
+        if int(tensor.min()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if int(tensor.max()) >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    out = ampc.zeros(tuple(tensor.shape) + (int(num_classes),), dtype=ampc.int64, device=tensor.device)
+    if tensor.numel() > 0:
+        out.scatter_(-1, tensor.unsqueeze(-1), 1)
+    return out
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """sum(x1/|x1| * x2/|x2|) along dim, each norm clamped to eps, as torch's cosine_similarity."""
+    import ampc
+    common = ampc.result_type(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {_torch_name(common)}")
+    x1, x2 = x1.to(common), x2.to(common)
+    shape = ampc.broadcast_shapes(x1.shape, x2.shape)
+    x1, x2 = x1.expand(shape), x2.expand(shape)
+    n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
+    n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def _torch_name(dtype):
+    names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+             "int32": "Int", "uint8": "Byte", "bool": "Bool"}
+    return names.get(str(dtype).rsplit(".", 1)[-1], str(dtype))
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of x1 - x2 + eps over the last dim (torch's pairwise_distance)."""
+    output_dim = max(x1.dim(), x2.dim())
+    return (x1 - x2 + eps).norm(p, output_dim - 1, keepdim=keepdim)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o]: one GEMM for x1 W, then the j sum."""
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    for i in range(input1.dim() - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {input1.shape[i]} and "
+                               f"{input2.shape[i]}")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but "
+                           f"expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
+                           f"expected {weight.shape[2]}")
+    if bias is not None and bias.shape[0] != weight.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} but expected "
+                           f"{weight.shape[0]}")
+    out_f, in1, in2 = weight.shape
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, in1)                                  # (N, in1)
+    w = weight.permute(1, 0, 2).reshape(in1, out_f * in2)         # (in1, out * in2)
+    t = (x1 @ w).reshape(-1, out_f, in2)                          # (N, out, in2)
+    y = (t * input2.reshape(-1, 1, in2)).sum(-1)                  # (N, out)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(lead + (out_f,))
+
+
+def _embedding_renorm_(weight, input, max_norm, norm_type):
+    """torch's embedding_renorm_ (no grad): each row the input names, once, scaled to max_norm when
+    its norm exceeds it (scale max_norm / (norm + 1e-7))."""
+    import ampc
+    with ampc.no_grad():
+        idx = ampc.unique(input.reshape(-1))
+        if idx.numel() == 0:
+            return
+        rows = weight.index_select(0, idx)
+        norms = rows.norm(norm_type, 1, keepdim=True)
+        scale = ampc.where(norms > max_norm, max_norm / (norms + 1e-7), ampc.ones_like(norms))
+        weight[idx] = rows * scale
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    if sparse:
+        raise NotImplementedError("ampc: embedding(sparse=True): ampc has no sparse gradient layout; "
+                                  "sparse=False gives the same values with a dense gradient")
+    if padding_idx is not None:
+        padding_idx = int(padding_idx)
+        if padding_idx > 0:
+            if padding_idx >= weight.shape[0]:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+        elif padding_idx < 0:
+            if padding_idx < -weight.shape[0]:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = weight.shape[0] + padding_idx
+    if max_norm is not None:
+        input = input.contiguous()
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    return _C._nn_embedding(weight, input, padding_idx, bool(scale_grad_by_freq))
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxima of bags of embedding rows (torch's embedding_bag): the rows are one
+    embedding gather, the bags one index_add (sum, mean) or scatter_reduce (max) over the entries'
+    bag numbers (a searchsorted of the offsets). Padding entries take no part, an empty bag is 0."""
+    import ampc
+    if weight.dtype == ampc.int64 and input.is_floating_point():
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, "
+                      "input, ...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
+                      stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+                         f"then it must have the same shape as the input ({input.shape})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        offsets = ampc.arange(0, input.numel(), input.shape[1], dtype=input.dtype, device=input.device)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if mode not in _BAG_MODES:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  "GitHub.")
+    if sparse:
+        raise NotImplementedError("ampc: embedding_bag(sparse=True): ampc has no sparse gradient layout")
+    if padding_idx is not None:
+        padding_idx = int(padding_idx)
+        if not -weight.shape[0] <= padding_idx < weight.shape[0]:
+            raise AssertionError("padding_idx must be within the number of embeddings")
+        padding_idx %= weight.shape[0]
+    offsets = offsets.to(ampc.int64)
+    n, dim = input.numel(), weight.shape[1]
+    bags = offsets.numel() - 1 if include_last_offset else offsets.numel()
+    if offsets.numel() > 0:
+        if int(offsets[0]) != 0:
+            raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                               f"position 0. However, got {int(offsets[0])}")
+        if int(offsets[-1]) > n:
+            raise RuntimeError(f"offsets[-1] can not be greater than input's length {n}, but got {int(offsets[-1])}")
+    out_shape = (max(bags, 0), dim)
+    if n == 0 or bags <= 0:
+        return ampc.zeros(out_shape, dtype=weight.dtype, device=weight.device) + weight.sum() * 0
+    input = input.reshape(-1).to(ampc.int64)
+    position = ampc.arange(n, device=input.device)
+    with ampc.no_grad():
+        starts = offsets[:bags]
+        bag = ampc.searchsorted(starts.contiguous(), position, right=True) - 1   # (n,) the entry's bag
+        keep = position < int(offsets[-1]) if include_last_offset else ampc.ones_like(position, dtype=ampc.bool)
+        if padding_idx is not None:
+            keep = keep & (input != padding_idx)
+        kept = keep.nonzero().reshape(-1)
+        bag_kept = bag[kept]
+    rows = embedding(input[kept], weight, None, None, 2.0, scale_grad_by_freq)    # (k, D)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape(-1)[kept].unsqueeze(1)
+    zeros = ampc.zeros(out_shape, dtype=rows.dtype, device=weight.device)
+    if mode == "max":
+        index = bag_kept.unsqueeze(1).expand(bag_kept.numel(), dim)
+        out = zeros.scatter_reduce(0, index, rows, "amax", include_self=False)
+        return out
+    out = zeros.index_add(0, bag_kept, rows)
+    if mode == "mean":
+        counts = ampc.zeros((bags,), dtype=rows.dtype, device=weight.device).index_add(
+            0, bag_kept, ampc.ones((bag_kept.numel(),), dtype=rows.dtype, device=weight.device))
+        out = out / counts.clamp_min(1).unsqueeze(1)
+    return out

@@ -5,6 +5,7 @@ from .activation import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
@@ -19,6 +20,7 @@ from . import (  # noqa: E402
     batchnorm,
     container,
     conv,
+    distance,
     dropout,
     linear,
     loss,
@@ -34,6 +36,7 @@ __all__ = [name for family in (
     batchnorm,
     container,
     conv,
+    distance,
     dropout,
     linear,
     loss,

@@ -412,3 +412,27 @@ def test_one_hot_normalize_distances():
     with pytest.raises(RuntimeError, match="bilinear\\(\\): input1 size does not match weight size: got 2 but "
                                            "expected 3"):
         F.bilinear(ampc.ones(4, 2), ampc.ones(4, 3), ampc.ones(5, 3, 3))
+
+
+def test_top_level_aten_names():
+    v = np.random.default_rng(8).uniform(-2, 2, (2, 3, 4))
+    a, t = ampc.tensor(v), torch.tensor(v)
+    for name, args in [("selu", ()), ("celu", (0.5,)), ("hardshrink", (0.3,)), ("rrelu", (0.1, 0.3)),
+                       ("cosine_similarity", None), ("pairwise_distance", None)]:
+        if args is None:
+            _close(getattr(ampc, name)(a, a * 0.5 + 1), getattr(torch, name)(t, t * 0.5 + 1), "float64", name)
+        else:
+            _close(getattr(ampc, name)(a, *args), getattr(torch, name)(t, *args), "float64", name)
+    _close(ampc.prelu(a, ampc.full((3,), 0.2, dtype=ampc.float64)),
+           torch.prelu(t, torch.full((3,), 0.2, dtype=torch.float64)), "float64", "prelu")
+    for name in ("alpha_dropout", "feature_dropout", "feature_alpha_dropout"):
+        ya, yt = _seeded(lambda: getattr(ampc, name)(a, 0.4, True), lambda: getattr(torch, name)(t, 0.4, True))
+        _close(ya, yt, "float64", name)
+        b, u = ampc.tensor(v), torch.tensor(v)
+        ya, yt = _seeded(lambda: getattr(ampc, name + "_")(b, 0.4, True), lambda: getattr(torch, name + "_")(u, 0.4, True))
+        assert ya is b
+        _close(ya, yt, "float64", name + "_")
+    w, wt = ampc.tensor(v[0]), torch.tensor(v[0])
+    assert ampc.embedding_renorm_(w, ampc.tensor([0, 1]), 1.0, 2.0) is w
+    torch.embedding_renorm_(wt, torch.tensor([0, 1]), 1.0, 2.0)
+    _close(w, wt, "float64", "embedding_renorm_")

@@ -51,6 +51,8 @@ from ._runtime import (  # noqa: E402,F401
 )
 from . import _nn_toplevel  # noqa: E402
 globals().update({k: v for k, v in _nn_toplevel.FUNCTIONS.items() if k not in globals()})
+from . import _nn_toplevel_act  # noqa: E402  (issue 13, act)
+globals().update({k: v for k, v in _nn_toplevel_act.FUNCTIONS.items() if k not in globals()})
 from . import accelerator, onnx  # noqa: E402,F401
 from . import testing  # noqa: E402,F401  (torch.testing is there after `import torch`)
 from ._legacy_types import CPU_TYPES as _LEGACY_TYPES, CUDA_TYPES as _LEGACY_CUDA_TYPES  # noqa: E402

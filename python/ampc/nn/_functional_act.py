@@ -300,6 +300,12 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     return _unbatched_feature_dropout(input, p, training, inplace, inp_dim == 5)
 
 
+def _feature_dropout(input, p, train, inplace):
+    """torch.feature_dropout(input, p, train): dropout2d's draw without its dimension checks."""
+    _check_p(p)
+    return _dropout_impl(input, p, train, inplace, True, False)
+
+
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
     return _dropout_impl(input, p, training, inplace, False, True)
@@ -523,3 +529,4 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             0, bag_kept, ampc.ones((bag_kept.numel(),), dtype=rows.dtype, device=weight.device))
         out = out / counts.clamp_min(1).unsqueeze(1)
     return out
+

@@ -493,7 +493,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if not -weight.shape[0] <= padding_idx < weight.shape[0]:
             raise AssertionError("padding_idx must be within the number of embeddings")
         padding_idx %= weight.shape[0]
-    offsets = offsets.to(ampc.int64)
+    offsets = offsets.to(device=input.device, dtype=ampc.int64)
     n, dim = input.numel(), weight.shape[1]
     bags = offsets.numel() - 1 if include_last_offset else offsets.numel()
     if offsets.numel() > 0:

@@ -71,6 +71,7 @@ CASES = {
     "addmm": [([f((3, 5)), f((3, 4)), f((4, 5))], lambda m, c, a, b: m.addmm(c, a, b))],
     "baddbmm": [([f((2, 3, 5)), f((2, 3, 4)), f((2, 4, 5))], lambda m, c, a, b: m.baddbmm(c, a, b))],
     "einsum": [([f((2, 3, 4)), f((2, 4, 5))], lambda m, a, b: m.einsum("bij,bjk->bik", a, b))],
+    "prelu": [([f((2, 3, 4)), f((3,))], lambda m, x, w: m.F.prelu(x, w))],  # issue 13, act
     "scaled_dot_product_attention": [
         ([f((2, 3, 4, 8)), f((2, 3, 4, 8)), f((2, 3, 4, 8))], lambda m, q, k, v: m.F.scaled_dot_product_attention(q, k, v))],
     # float32: region-dtype inputs in, float32 out

@@ -161,6 +161,10 @@ static inline ampc_node_attrs ad_op_attrs(ampc_op op, const ampc_scalar *p) {
 const ampc_grad_rule *ampc_ad_act_backward_rule(ampc_op op);
 ampc_status ampc_ad_record_act_backward(ampc_op op, const ampc_tensor *g, const ampc_tensor *x, const ampc_scalar *p,
                                         ampc_tensor *out);
+/* derivatives_act.c (issue 13): the grads of the non-linear activation backward rows (elu_backward, ...),
+ * and prelu's rule */
+const ampc_grad_rule *ampc_ad_act_rule(ampc_op op);
+const ampc_grad_rule *ampc_ad_prelu_rule(void);
 
 /* tensor.c: views, copies, casts */
 ampc_tensor *ampc_ad_view(const ampc_tensor *t, int ndim, const int64_t *shape);

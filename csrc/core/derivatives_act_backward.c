@@ -97,7 +97,7 @@ const ampc_grad_rule *ampc_ad_act_backward_rule(ampc_op op) {
     case AMPC_OP_SIGMOID_BACKWARD: return &sigmoid_rule;
     case AMPC_OP_TANH_BACKWARD: return &tanh_rule;
     case AMPC_OP_SOFTPLUS_BACKWARD: return &softplus_rule;
-    default: return NULL;
+    default: return ampc_ad_act_rule(op); /* issue 13's rows (derivatives_act.c) */
     }
 }
 

@@ -489,6 +489,7 @@ static const ampc_grad_rule *binary_rule(ampc_op op, const ampc_tensor *a, const
     case AMPC_OP_ATAN2: return &atan2_rule;
     case AMPC_OP_REMAINDER: return &remainder_rule;
     case AMPC_OP_FMOD: return b->is_wrapped_number ? &fmod_scalar_rule : &table_binary_rules[op];
+    case AMPC_OP_PRELU: return ampc_ad_prelu_rule(); /* derivatives_act.c */
     default: /* issue 12's rows by their GRAD column; comparisons, logical and bitwise ops: none */
         return table_binary_rules[op].backward ? &table_binary_rules[op] : NULL;
     }
@@ -506,6 +507,7 @@ static void binary_saves(ampc_op op, bool ga, bool gb, bool *save_a, bool *save_
     case AMPC_OP_COPYSIGN: case AMPC_OP_HYPOT: *save_a = *save_b = *save_y = true; break;
     case AMPC_OP_FMOD: case AMPC_OP_LOGADDEXP: case AMPC_OP_LOGADDEXP2: case AMPC_OP_XLOGY: case AMPC_OP_FMAX:
     case AMPC_OP_FMIN: *save_a = *save_b = true; break;
+    case AMPC_OP_PRELU: *save_a = *save_b = true; break;
     default: break;
     }
 }

@@ -355,6 +355,8 @@ AMPC_EW_COMPARISONS(bool, b8)
 #include "elementwise_math_more.h"
 /* the fused activation backward formulas (issue 14) */
 #include "elementwise_math_act_backward.h"
+/* torch.nn's pointwise activations and their fused backward rows (issue 13, act) */
+#include "elementwise_math_act.h"
 
 #undef AMPC_DEFINE_EW_FLOAT
 #undef AMPC_DEFINE_EW_INT

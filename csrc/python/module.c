@@ -26,6 +26,7 @@ static PyMethodDef *const module_tables[] = {
     ampc_py_module_methods_nn_conv, /* issue 13: conv */
     ampc_py_module_methods_nn_poolnorm, /* issue 13, poolnorm */
     ampc_py_module_methods_nn_loss, /* issue 13: loss */
+    ampc_py_module_methods_nn_act, /* issue 13: act */
 };
 
 static PyMethodDef *const tensor_tables[] = {

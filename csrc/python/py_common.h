@@ -124,6 +124,7 @@ extern PyMethodDef ampc_py_module_methods_nn[];          /* py_nn.c (ampc.nn.fun
 extern PyMethodDef ampc_py_module_methods_nn_conv[];     /* py_nn_conv.c (issue 13: pad, conv family) */
 extern PyMethodDef ampc_py_module_methods_nn_poolnorm[]; /* py_nn_poolnorm.c (issue 13: 3-d and adaptive max pools, rms_norm) */
 extern PyMethodDef ampc_py_module_methods_nn_loss[];     /* py_nn_loss.c (issue 13: ctc_loss, pdist) */
+extern PyMethodDef ampc_py_module_methods_nn_act[];      /* py_nn_act.c (issue 13: activations) */
 extern PyMethodDef ampc_py_module_methods_multi_tensor[]; /* py_multi_tensor.c (nn.utils.clip_grad_norm_) */
 extern PyMethodDef ampc_py_module_methods_optim[];        /* py_optim.c (ampc.optim's fused steps) */
 extern PyMethodDef ampc_py_module_methods_op_table[];     /* py_op_table.c (the rows of ops.def) */

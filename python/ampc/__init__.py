@@ -54,6 +54,8 @@ from ._runtime import (  # noqa: E402,F401
 from . import _nn_toplevel  # noqa: E402
 globals().update({k: v for k, v in _nn_toplevel.FUNCTIONS.items() if k not in globals()})
 from ._rnn_toplevel import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell  # noqa: E402,F401  (issue 13: rnn)
+from . import _nn_toplevel_act  # noqa: E402  (issue 13, act)
+globals().update({k: v for k, v in _nn_toplevel_act.FUNCTIONS.items() if k not in globals()})
 from . import accelerator, onnx  # noqa: E402,F401
 from . import testing  # noqa: E402,F401  (torch.testing is there after `import torch`)
 from . import distributed  # noqa: E402,F401  (torch.distributed likewise)

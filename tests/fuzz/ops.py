@@ -144,6 +144,25 @@ def _hardtanh(d):
     return "F.hardtanh(%s, %r, %r)" % (a, lo, lo + choice(d, [0.5, 1.0, 2.0]))
 
 
+# issue 13, act: torch.nn's pointwise activations and their fused backward rows
+_ACT_ARGS = {"elu": ("elu", "alpha", [1.0, 0.5, 2.0]), "celu": ("celu", "alpha", [1.0, 0.5, 2.0]),
+             "leaky_relu": ("leaky_relu", "negative_slope", [0.01, 0.2, 1.5]), "hardswish": ("hardswish", None, None),
+             "hardsigmoid": ("hardsigmoid", None, None), "log_sigmoid": ("logsigmoid", None, None),
+             "mish": ("mish", None, None), "softshrink": ("softshrink", "lambd", [0.5, 0.0, 1.0]),
+             "hardshrink": ("hardshrink", "lambd", [0.5, 0.0, 1.0])}
+
+
+@op("act", rows=tuple(r for n in _ACT_ARGS for r in (n, n + "_backward")) + ("prelu",))
+def _act(d):
+    row = choice(d, sorted(_ACT_ARGS) + ["prelu"])
+    if row == "prelu":  # one slope, in the input's dtype (torch's prelu does not promote)
+        dt = d.dtype(FLOATS)
+        return "F.prelu(%s, %s)" % (d.tensor(draw_shape(d.rng), dt, grad=True), d.tensor((1,), dt, grad=True))
+    fn, arg, values = _ACT_ARGS[row]
+    a = d.tensor(draw_shape(d.rng), float_or_any(d, 0.9), grad=True)
+    return "F.%s(%s%s)" % (fn, a, ", %s=%r" % (arg, choice(d, values)) if arg else "")
+
+
 @op("clamp")
 def _clamp(d):
     a = d.tensor(draw_shape(d.rng), float_or_any(d), grad=True)

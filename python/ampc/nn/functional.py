@@ -427,4 +427,5 @@ _add_families(
     "_functional_conv",
     "_functional_poolnorm",
     "_functional_loss",
+    "_functional_act",
 )

@@ -6,6 +6,7 @@ from .adaptive import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .instancenorm import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
@@ -24,6 +25,7 @@ from . import (  # noqa: E402
     batchnorm,
     container,
     conv,
+    distance,
     dropout,
     instancenorm,
     linear,
@@ -43,6 +45,7 @@ __all__ = [name for family in (
     batchnorm,
     container,
     conv,
+    distance,
     dropout,
     instancenorm,
     linear,

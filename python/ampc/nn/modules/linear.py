@@ -95,3 +95,44 @@ class Unflatten(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+# ---------------------------------------------------------------- issue 13, act
+__all__ += ["Bilinear"]
+
+
+class Bilinear(Module):
+    """y = x1^T A x2 + b: weight (out_features, in1_features, in2_features), bias (out_features), both
+    U(-1/sqrt(in1_features), 1/sqrt(in1_features)) as torch."""
+    __constants__ = ["in1_features", "in2_features", "out_features"]
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in1_features = in1_features
+        self.in2_features = in2_features
+        self.out_features = out_features
+        self.weight = Parameter(_empty((out_features, in1_features, in2_features), device, dtype))
+        if bias:
+            self.bias = Parameter(_empty((out_features,), device, dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        import math
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+def _empty(shape, device, dtype):
+    from ... import empty
+    return empty(shape, device=device, dtype=dtype)

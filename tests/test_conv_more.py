@@ -157,3 +157,97 @@ def test_pad_modules_repr_and_checks():
     assert repr(ampc.nn.ZeroPad1d(3)) == repr(torch.nn.ZeroPad1d(3))
     with pytest.raises(ValueError, match=r"expected 3D or 4D input \(got 2D input\)"):
         ampc.nn.CircularPad2d(1)(ampc.zeros(2, 3))
+
+
+# ---------------------------------------------------------------- conv3d, transposed convolutions
+
+def _conv_pair(lib, kind, x, w, b, kw):
+    fn = getattr(lib.nn.functional, kind)
+    return fn(x, w, b, **kw)
+
+
+CONV_GRID = [
+    # function, x shape, weight shape, kwargs
+    ("conv3d", (2, 4, 5, 6, 5), (6, 2, 3, 2, 3), dict(stride=(2, 1, 2), padding=(1, 0, 2), dilation=(1, 2, 1), groups=2)),
+    ("conv3d", (1, 3, 3, 4, 5), (2, 3, 1, 1, 1), dict()),
+    ("conv3d", (3, 2, 4, 4), (2, 3, 2, 2, 2), dict(padding="same")),
+    ("conv_transpose1d", (2, 4, 6), (4, 3, 3), dict(stride=3, padding=1, output_padding=2, dilation=1)),
+    ("conv_transpose1d", (2, 6, 5), (6, 2, 2), dict(groups=3, dilation=2)),
+    ("conv_transpose2d", (2, 4, 3, 5), (4, 2, 3, 2), dict(stride=(2, 3), padding=(1, 0), output_padding=(1, 2),
+                                                          groups=2, dilation=(2, 1))),
+    ("conv_transpose2d", (3, 4, 4), (3, 2, 3, 3), dict(stride=2)),
+    ("conv_transpose3d", (1, 2, 3, 2, 3), (2, 4, 2, 3, 2), dict(stride=2, padding=(0, 1, 1), output_padding=(1, 0, 1))),
+]
+
+
+@pytest.mark.parametrize("kind,xs,ws,kw", CONV_GRID)
+def test_conv_grid_against_torch(kind, xs, ws, kw):
+    out_ch = ws[0] if kind == "conv3d" else ws[1] * kw.get("groups", 1)
+    (tx, mx), (tw, mw), (tb, mb) = pair(xs, 1), pair(ws, 2), pair((out_ch,), 3)
+    want, got = _conv_pair(torch, kind, tx, tw, tb, kw), _conv_pair(ampc, kind, mx, mw, mb, kw)
+    assert tuple(got.shape) == tuple(want.shape)
+    close(got, want, atol=1e-5, rtol=1e-4)
+    g = np.random.default_rng(4).uniform(-1, 1, tuple(want.shape)).astype(np.float32)
+    want.backward(torch.tensor(g))
+    got.backward(ampc.tensor(g))
+    for m, t in ((mx, tx), (mw, tw), (mb, tb)):
+        close(m.grad, t.grad, atol=1e-4, rtol=1e-4)
+    assert got.grad_fn.name() == "ConvolutionBackward0"
+
+
+def test_conv_non_contiguous_and_zero_batch():
+    (tx, mx), (tw, mw) = pair((2, 5, 4, 3, 3), 1), pair((3, 2, 2, 2, 2), 2)
+    txp, mxp = tx.transpose(1, 4), mx.transpose(1, 4)  # (2, 3, 4, 3, 5) -> channels 3
+    close(F.conv_transpose3d(mxp, mw, stride=2), torch.nn.functional.conv_transpose3d(txp, tw, stride=2), atol=1e-5)
+    x0 = ampc.zeros(0, 3, 4, 4, 4, requires_grad=True)
+    w = ampc.randn(2, 3, 2, 2, 2, requires_grad=True)
+    y = F.conv3d(x0, w)
+    assert tuple(y.shape) == (0, 2, 3, 3, 3)
+    y.sum().backward()
+    assert float(w.grad.abs().sum()) == 0.0 and tuple(x0.grad.shape) == (0, 3, 4, 4, 4)
+    yt = F.conv_transpose2d(ampc.zeros(0, 3, 2, 2), ampc.randn(3, 4, 3, 3), stride=2)
+    assert tuple(yt.shape) == (0, 4, 5, 5)
+
+
+def test_conv_transpose_output_size_and_errors():
+    torch.manual_seed(0)
+    ampc.manual_seed(0)
+    tm, mm = torch.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1), ampc.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1)
+    mm.load_state_dict({k: ampc.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+    (tx, mx) = pair((1, 3, 4, 4), 5)
+    for size in ([8, 8], (1, 2, 7, 8), [7, 7]):
+        close(mm(mx, output_size=size), tm(tx, output_size=size), atol=1e-5)
+    with pytest.raises(ValueError) as got:
+        mm(mx, output_size=[9, 9])
+    with pytest.raises(ValueError) as want:
+        tm(tx, output_size=[9, 9])
+    assert str(got.value) == str(want.value).replace("torch.Size", "ampc.Size") or "valid sizes range" in str(got.value)
+    with pytest.raises(RuntimeError, match="output padding must be smaller than either stride or dilation"):
+        F.conv_transpose2d(ampc.zeros(1, 3, 4, 4), ampc.zeros(3, 2, 3, 3), output_padding=1)
+    with pytest.raises(RuntimeError, match="expected input\\[1, 4, 4, 4\\] to have 3 channels, but got 4 channels"):
+        F.conv_transpose2d(ampc.zeros(1, 4, 4, 4), ampc.zeros(3, 2, 3, 3))
+    with pytest.raises(RuntimeError, match="Kernel size can't be greater than actual input size"):
+        F.conv3d(ampc.zeros(1, 1, 2, 2, 2), ampc.zeros(1, 1, 3, 1, 1))
+    assert repr(ampc.nn.ConvTranspose3d(2, 4, 3, stride=2, output_padding=1, groups=2, bias=False)) == \
+        repr(torch.nn.ConvTranspose3d(2, 4, 3, stride=2, output_padding=1, groups=2, bias=False))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_conv_padding_modes_match_torch(mode):
+    torch.manual_seed(1)
+    ampc.manual_seed(1)
+    for dims in (1, 2, 3):
+        cls = ("Conv1d", "Conv2d", "Conv3d")[dims - 1]
+        tm = getattr(torch.nn, cls)(2, 3, 3, padding=2, padding_mode=mode)
+        mm = getattr(ampc.nn, cls)(2, 3, 3, padding=2, padding_mode=mode)
+        mm.load_state_dict({k: ampc.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+        tx, mx = pair((2, 2) + (5,) * dims, dims)
+        close(mm(mx), tm(tx), atol=1e-5)
+        assert repr(mm) == repr(tm)
+
+
+def test_conv_autocast_lower_precision():
+    (_, mx), (_, mw) = pair((1, 2, 3, 3, 3), 1), pair((2, 2, 2, 2, 2), 2)
+    with ampc.autocast("cpu", dtype=ampc.bfloat16):
+        assert F.conv3d(mx, mw).dtype == ampc.bfloat16
+        assert F.conv_transpose3d(mx, mw).dtype == ampc.bfloat16

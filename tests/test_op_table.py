@@ -335,6 +335,16 @@ CASES = {
                         True),
     "circular_pad": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4, 5), grad=True), (1, 2, 3, 1), mode="circular"), True),
     "pad_backward": (lambda M, d: F(M).pad(T(M, d, (2, 3, 4, 5), grad=True), (1, 2, 3, 1), mode="reflect"), True),
+    # issue 13, conv: 3-d and transposed convolutions
+    "conv3d": (lambda M, d: F(M).conv3d(T(M, d, (2, 3, 4, 5, 4), grad=True), T(M, d, (4, 3, 2, 3, 2), seed=1)), True),
+    "conv_transpose1d": (lambda M, d: F(M).conv_transpose1d(T(M, d, (2, 3, 5), grad=True), T(M, d, (3, 4, 3), seed=1),
+                                                           stride=2), True),
+    "conv_transpose2d": (lambda M, d: F(M).conv_transpose2d(T(M, d, (2, 3, 4, 5), grad=True),
+                                                           T(M, d, (3, 4, 3, 3), seed=1), stride=2, padding=1), True),
+    "conv_transpose3d": (lambda M, d: F(M).conv_transpose3d(T(M, d, (2, 3, 2, 3, 2), grad=True),
+                                                           T(M, d, (3, 2, 2, 2, 2), seed=1), stride=2), True),
+    "vol2col": (lambda M, d: F(M).conv3d(T(M, d, (2, 3, 4, 5, 4), grad=True), T(M, d, (4, 3, 2, 3, 2), seed=1)), True),
+    "col2vol": (lambda M, d: F(M).conv3d(T(M, d, (2, 3, 4, 5, 4), grad=True), T(M, d, (4, 3, 2, 3, 2), seed=1)), True),
 }
 
 

@@ -18,4 +18,5 @@ void ampc_cpu_register(void) {
     ampc_cpu_register_optim();
     ampc_cpu_register_sort();
     ampc_cpu_register_nn_pad(); /* issue 13, conv */
+    ampc_cpu_register_nn_vol2col(); /* issue 13, conv */
 }

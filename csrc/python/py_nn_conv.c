@@ -42,7 +42,32 @@ static PyObject *py_pad(PyObject *mod, PyObject *args) {
     return ampc_py_wrap(ampc_pad(x, n, pad, (ampc_pad_mode)mode, value));
 }
 
+/* _nn_convolution_nd(input, weight, bias, stride, pad_lo, pad_hi, dilation, output_padding, groups,
+ * transposed, spatial): triples in (d, h, w) order. */
+static PyObject *py_convolution_nd(PyObject *mod, PyObject *args) {
+    PyObject *x_o, *w_o, *b_o;
+    ampc_convnd_params p;
+    long long v[15], g;
+    int transposed, spatial;
+    if (!PyArg_ParseTuple(args, "OOO(LLL)(LLL)(LLL)(LLL)(LLL)Lpi:_nn_convolution_nd", &x_o, &w_o, &b_o, &v[0], &v[1],
+                          &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13],
+                          &v[14], &g, &transposed, &spatial))
+        return NULL;
+    for (int i = 0; i < 3; i++) {
+        p.stride[i] = v[i], p.pad_lo[i] = v[3 + i], p.pad_hi[i] = v[6 + i], p.dilation[i] = v[9 + i];
+        p.output_padding[i] = v[12 + i];
+    }
+    p.groups = g, p.transposed = transposed != 0, p.spatial = spatial;
+    const char *op = "convolution";
+    ampc_tensor *x = ampc_py_unwrap(x_o, op, "input"), *w = x ? ampc_py_unwrap(w_o, op, "weight") : NULL, *b = NULL;
+    if (!w) return NULL;
+    if (b_o != Py_None && !(b = ampc_py_unwrap(b_o, op, "bias"))) return NULL;
+    return ampc_py_wrap(ampc_convolution_nd(x, w, b, &p));
+}
+
 PyMethodDef ampc_py_module_methods_nn_conv[] = {
+    {"_nn_convolution_nd", METHOD(py_convolution_nd), METH_VARARGS,
+     "convolution_nd(input, weight, bias, stride, pad_lo, pad_hi, dilation, output_padding, groups, transposed, spatial)"},
     {"_nn_pad", METHOD(py_pad), METH_VARARGS, "pad(input, pad, mode, value): mode 0 constant, 1 reflect, 2 replicate, 3 circular"},
     {NULL, NULL, 0, NULL},
 };

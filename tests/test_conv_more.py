@@ -251,3 +251,41 @@ def test_conv_autocast_lower_precision():
     with ampc.autocast("cpu", dtype=ampc.bfloat16):
         assert F.conv3d(mx, mw).dtype == ampc.bfloat16
         assert F.conv_transpose3d(mx, mw).dtype == ampc.bfloat16
+
+
+# ---------------------------------------------------------------- fold / unfold, shuffles
+
+FOLD_ERRORS = [
+    lambda lib: lib.nn.functional.unfold(lib.zeros(2, 3, 4, 5, 6), 2),
+    lambda lib: lib.nn.functional.unfold(lib.zeros(2, 3, 4, 5), 5),
+    lambda lib: lib.nn.functional.fold(lib.zeros(1, 12, 8), (4, 5), (2, 3)),
+    lambda lib: lib.nn.functional.fold(lib.zeros(1, 13, 9), (4, 5), (2, 3)),
+    lambda lib: lib.nn.functional.fold(lib.zeros(1, 2, 12, 9), (4, 5), (2, 3)),
+    lambda lib: lib.nn.functional.pixel_shuffle(lib.zeros(2, 3), 2),
+    lambda lib: lib.nn.functional.pixel_shuffle(lib.zeros(2, 3, 4, 4), 2),
+    lambda lib: lib.nn.functional.pixel_unshuffle(lib.zeros(2, 4, 3, 4), 2),
+    lambda lib: lib.nn.functional.channel_shuffle(lib.zeros(2, 3, 4), 2),
+]
+
+
+@pytest.mark.parametrize("k", range(len(FOLD_ERRORS)))
+def test_fold_shuffle_errors_match_torch(k):
+    with pytest.raises(Exception) as want:
+        FOLD_ERRORS[k](torch)
+    with pytest.raises(Exception) as got:
+        FOLD_ERRORS[k](ampc)
+    assert type(got.value).__name__ == type(want.value).__name__
+    assert str(got.value) == str(want.value)
+
+
+def test_unfold_fold_grads_and_double_backward():
+    t, m = pair((2, 3, 5, 4), dtype="float64")
+    for lib, x in ((torch, t), (ampc, m)):
+        cols = lib.nn.functional.unfold(x, (2, 3), padding=(1, 0), stride=(1, 2))
+        y = lib.nn.functional.fold(cols * cols, (5, 4), (2, 3), padding=(1, 0), stride=(1, 2))
+        (g,) = lib.autograd.grad((y * y).sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), x)
+        x.res = (cols.grad_fn.name(), y.grad_fn.name(), y, g, gg)
+    assert m.res[:2] == t.res[:2] == ("Im2ColBackward0", "Col2ImBackward0")
+    for a, b in zip(m.res[2:], t.res[2:]):
+        close(a, b, atol=1e-10)

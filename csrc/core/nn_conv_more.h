@@ -1,5 +1,5 @@
 /* nn_conv_more.h: the frontends of issue 13's convolution family: F.pad in every mode (nn_pad.c),
- * convolutions of 1-3 dims, direct and transposed (nn_conv.c). Same conventions as nn_ops.h: checks with PyTorch's messages, outputs on the
+ * convolutions of 1-3 dims, direct and transposed (nn_conv.c), unfold and fold (nn_fold.c). Same conventions as nn_ops.h: checks with PyTorch's messages, outputs on the
  * input's device, a node recorded when an input requires grad, NULL (error set) on failure. */
 #ifndef AMPC_NN_CONV_MORE_H
 #define AMPC_NN_CONV_MORE_H
@@ -45,6 +45,13 @@ ampc_tensor *ampc_convolution_nd(const ampc_tensor *input, const ampc_tensor *we
 ampc_status ampc_convolution_nd_backward(const ampc_tensor *grad_out, const ampc_tensor *input,
                                          const ampc_tensor *weight, const ampc_convnd_params *p, const bool need[3],
                                          ampc_tensor **grad_input, ampc_tensor **grad_weight, ampc_tensor **grad_bias);
+
+/* ---- F.unfold / F.fold (nn_fold.c): input (N, C, H, W) <-> cols (N, C*kh*kw, L), unbatched
+ * without N; pairs are (h, w), padding symmetric. ---- */
+ampc_tensor *ampc_unfold_im2col(const ampc_tensor *input, const int64_t kernel[2], const int64_t dilation[2],
+                                const int64_t padding[2], const int64_t stride[2]);
+ampc_tensor *ampc_fold_col2im(const ampc_tensor *input, const int64_t output_size[2], const int64_t kernel[2],
+                              const int64_t dilation[2], const int64_t padding[2], const int64_t stride[2]);
 
 #ifdef __cplusplus
 }

@@ -65,7 +65,35 @@ static PyObject *py_convolution_nd(PyObject *mod, PyObject *args) {
     return ampc_py_wrap(ampc_convolution_nd(x, w, b, &p));
 }
 
+/* _nn_unfold(input, kernel, dilation, padding, stride) and
+ * _nn_fold(input, output_size, kernel, dilation, padding, stride): pairs. */
+static PyObject *py_unfold(PyObject *mod, PyObject *args) {
+    PyObject *x_o;
+    long long v[8];
+    if (!PyArg_ParseTuple(args, "O(LL)(LL)(LL)(LL):_nn_unfold", &x_o, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                          &v[7]))
+        return NULL;
+    ampc_tensor *x = ampc_py_unwrap(x_o, "unfold", "input");
+    if (!x) return NULL;
+    int64_t k[2] = {v[0], v[1]}, d[2] = {v[2], v[3]}, p[2] = {v[4], v[5]}, s[2] = {v[6], v[7]};
+    return ampc_py_wrap(ampc_unfold_im2col(x, k, d, p, s));
+}
+
+static PyObject *py_fold(PyObject *mod, PyObject *args) {
+    PyObject *x_o;
+    long long v[10];
+    if (!PyArg_ParseTuple(args, "O(LL)(LL)(LL)(LL)(LL):_nn_fold", &x_o, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                          &v[6], &v[7], &v[8], &v[9]))
+        return NULL;
+    ampc_tensor *x = ampc_py_unwrap(x_o, "fold", "input");
+    if (!x) return NULL;
+    int64_t o[2] = {v[0], v[1]}, k[2] = {v[2], v[3]}, d[2] = {v[4], v[5]}, p[2] = {v[6], v[7]}, s[2] = {v[8], v[9]};
+    return ampc_py_wrap(ampc_fold_col2im(x, o, k, d, p, s));
+}
+
 PyMethodDef ampc_py_module_methods_nn_conv[] = {
+    {"_nn_unfold", METHOD(py_unfold), METH_VARARGS, "unfold(input, kernel, dilation, padding, stride)"},
+    {"_nn_fold", METHOD(py_fold), METH_VARARGS, "fold(input, output_size, kernel, dilation, padding, stride)"},
     {"_nn_convolution_nd", METHOD(py_convolution_nd), METH_VARARGS,
      "convolution_nd(input, weight, bias, stride, pad_lo, pad_hi, dilation, output_padding, groups, transposed, spatial)"},
     {"_nn_pad", METHOD(py_pad), METH_VARARGS, "pad(input, pad, mode, value): mode 0 constant, 1 reflect, 2 replicate, 3 circular"},

@@ -92,3 +92,23 @@ CASES += [
     Case(F + "conv_transpose3d", _f("conv_transpose3d"), [X((1, 2, 2, 3, 2)), X((2, 3, 2, 2, 2)), X((3,))],
          kwargs=dict(stride=2, padding=1, dilation=(1, 2, 1))),
 ]
+
+CASES += [
+    # ---------------------------------------------------------------- fold / unfold, shuffles
+    Case("nn.Unfold", lambda M: M.nn.Unfold(2, dilation=(1, 2), padding=1, stride=(2, 1)), [X((2, 3, 5, 6))],
+         dtypes=LOW),
+    Case("nn.Unfold", lambda M: M.nn.Unfold((3, 2)), [X((2, 4, 5))], id="conv-Unfold-unbatched"),
+    Case("nn.Fold", lambda M: M.nn.Fold((5, 6), 2, dilation=(1, 2), padding=1, stride=(2, 1)), [X((2, 12, 18))],
+         dtypes=LOW),
+    Case("nn.Fold", lambda M: M.nn.Fold(4, 3, padding=1), [X((18, 16))], id="conv-Fold-unbatched"),
+    Case(F + "unfold", _f("unfold"), [X((1, 2, 4, 4)), Const(3)], kwargs=dict(padding=1)),
+    Case(F + "fold", _f("fold"), [X((1, 8, 9)), Const((4, 4)), Const(2)], kwargs=dict(stride=1)),
+    Case("nn.PixelShuffle", _m("PixelShuffle", 2), [X((2, 8, 3, 2))], dtypes=LOW),
+    Case("nn.PixelShuffle", _m("PixelShuffle", 3), [X((2, 2, 9, 2, 1))], id="conv-PixelShuffle-5d"),
+    Case("nn.PixelUnshuffle", _m("PixelUnshuffle", 2), [X((2, 3, 4, 6))], dtypes=LOW),
+    Case("nn.ChannelShuffle", _m("ChannelShuffle", 3), [X((2, 6, 3, 2))]),
+    Case(F + "pixel_shuffle", _f("pixel_shuffle"), [X((12, 2, 3)), Const(2)]),
+    Case(F + "pixel_unshuffle", _f("pixel_unshuffle"), [X((1, 2, 6, 3)), Const(3)]),
+    Case(F + "channel_shuffle", _f("channel_shuffle"), [X((2, 4, 3)), Const(2)]),
+    Case(F + "native_channel_shuffle", _f("native_channel_shuffle"), [X((2, 6, 2, 2)), Const(3)], grad=False),
+]

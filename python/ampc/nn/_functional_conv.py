@@ -75,3 +75,80 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
+
+
+# ---------------------------------------------------------------- unfold / fold, pixel and channel shuffles
+
+__all__ += ["unfold", "fold", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"]
+
+
+def _pair(v, name):
+    return _ntuple(v, 2, name)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """(N, C, H, W) -> (N, C * kh * kw, L): the sliding blocks as columns (IM2COL)."""
+    return _C._nn_unfold(input, _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation"),
+                         _pair(padding, "padding"), _pair(stride, "stride"))
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """(N, C * kh * kw, L) -> (N, C, H, W): columns summed back into the image (COL2IM)."""
+    return _C._nn_fold(input, _pair(output_size, "output_size"), _pair(kernel_size, "kernel_size"),
+                       _pair(dilation, "dilation"), _pair(padding, "padding"), _pair(stride, "stride"))
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C * r^2, H, W) -> (*, C, H * r, W * r): a view and one permuted copy, as torch's kernel."""
+    r = int(upscale_factor)
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *batch, c, h, w = input.shape
+    if c % (r * r) != 0:
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(batch)
+    x = input.reshape(*batch, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*batch, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H * r, W * r) -> (*, C * r^2, H, W), the inverse of pixel_shuffle."""
+    r = int(downscale_factor)
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *batch, c, h, w = input.shape
+    if h % r != 0:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but "
+                           f"input.size(-2)={h} is not divisible by {r}")
+    if w % r != 0:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but "
+                           f"input.size(-1)={w} is not divisible by {r}")
+    n = len(batch)
+    x = input.reshape(*batch, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*batch, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input, groups):
+    """(N, C, *) -> channels regrouped: (N, g, C / g, *) transposed to (N, C / g, g, *)."""
+    g = int(groups)
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    if g <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{g}")
+    n, c, *rest = input.shape
+    if c % g != 0:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {g} groups.")
+    return input.reshape(n, g, c // g, *rest).transpose(1, 2).reshape(n, c, *rest)
+
+
+native_channel_shuffle = channel_shuffle

@@ -3,14 +3,17 @@ public names in __all__; a new family is one more line in each of the two blocks
 per family, so that parallel additions merge without conflict)."""
 from .activation import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
+from .channelshuffle import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
+from .fold import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .module import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
+from .pixelshuffle import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
@@ -18,14 +21,17 @@ from .transformer import *  # noqa: F401,F403
 from . import (  # noqa: E402
     activation,
     batchnorm,
+    channelshuffle,
     container,
     conv,
     dropout,
+    fold,
     linear,
     loss,
     module,
     normalization,
     padding,
+    pixelshuffle,
     pooling,
     sparse,
     transformer,
@@ -34,14 +40,17 @@ from . import (  # noqa: E402
 __all__ = [name for family in (
     activation,
     batchnorm,
+    channelshuffle,
     container,
     conv,
     dropout,
+    fold,
     linear,
     loss,
     module,
     normalization,
     padding,
+    pixelshuffle,
     pooling,
     sparse,
     transformer,

@@ -289,3 +289,75 @@ def test_unfold_fold_grads_and_double_backward():
     assert m.res[:2] == t.res[:2] == ("Im2ColBackward0", "Col2ImBackward0")
     for a, b in zip(m.res[2:], t.res[2:]):
         close(a, b, atol=1e-10)
+
+
+# ---------------------------------------------------------------- interpolate
+
+INTERP_MODES = [("nearest", None), ("nearest-exact", None), ("linear", False), ("linear", True), ("bicubic", False),
+                ("bicubic", True), ("area", None)]
+
+
+@pytest.mark.parametrize("mode,align", INTERP_MODES)
+def test_interpolate_random_against_torch(mode, align):
+    rng = np.random.default_rng(INTERP_MODES.index((mode, align)))
+    for i in range(12):
+        dims = 2 if mode == "bicubic" else int(rng.integers(1, 4))
+        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4))) + tuple(int(v) for v in rng.integers(1, 7, dims))
+        name = mode if mode != "linear" else ("linear", "bilinear", "trilinear")[dims - 1]
+        kw = dict(mode=name)
+        if align is not None:
+            kw["align_corners"] = align
+        if i % 2 and mode != "area":
+            kw["scale_factor"] = tuple(float(v) for v in rng.choice([0.5, 0.7, 1.0, 1.3, 2.0, 2.5, 3.0], dims))
+            if mode in ("nearest", "linear") and i % 4 == 1:
+                kw["recompute_scale_factor"] = True
+        else:
+            kw["size"] = tuple(int(v) for v in rng.integers(1, 9, dims))
+        t, m = pair(shape, seed=i, dtype="float64")
+        try:
+            want = torch.nn.functional.interpolate(t, **kw)
+        except RuntimeError:  # an output size of 0 from a scale factor: both refuse
+            with pytest.raises(RuntimeError):
+                F.interpolate(m, **kw)
+            continue
+        got = F.interpolate(m, **kw)
+        assert tuple(got.shape) == tuple(want.shape), (shape, kw)
+        close(got, want, atol=1e-10, rtol=1e-10)
+        g = np.random.default_rng(i + 100).uniform(-1, 1, tuple(want.shape))
+        want.backward(torch.tensor(g))
+        got.backward(ampc.tensor(g))
+        close(m.grad, t.grad, atol=1e-10, rtol=1e-10)
+
+
+INTERP_ERRORS = [
+    dict(size=(2, 3), scale_factor=2), dict(), dict(size=(2, 3, 4)), dict(scale_factor=(2, 3, 4)),
+    dict(size=2, mode="linear"), dict(size=2, mode="trilinear"), dict(size=2, mode="nearest", align_corners=True),
+    dict(size=2, mode="bogus"), dict(size=(2, 3), recompute_scale_factor=True),
+    dict(size=2, mode="bilinear", antialias=True, align_corners=None) if False else dict(size=(2, 3), mode="nearest",
+                                                                                         antialias=True),
+]
+
+
+@pytest.mark.parametrize("k", range(len(INTERP_ERRORS)))
+def test_interpolate_errors_match_torch(k):
+    with pytest.raises(Exception) as want:
+        torch.nn.functional.interpolate(torch.zeros(1, 2, 3, 4), **INTERP_ERRORS[k])
+    with pytest.raises(Exception) as got:
+        F.interpolate(ampc.zeros(1, 2, 3, 4), **INTERP_ERRORS[k])
+    assert type(got.value).__name__ == type(want.value).__name__
+    assert str(got.value) == str(want.value)
+
+
+def test_interpolate_dtypes_names_and_modules():
+    for dt in ("float16", "bfloat16"):
+        t, m = pair((1, 2, 3, 4), dtype=dt)
+        want = torch.nn.functional.interpolate(t, scale_factor=2, mode="bilinear")
+        got = F.interpolate(m, scale_factor=2, mode="bilinear")
+        assert got.dtype == m.dtype
+        close(got, want, atol=1e-2, rtol=1e-2)
+    x = ampc.zeros(1, 2, 3, 4, requires_grad=True)
+    assert F.interpolate(x, scale_factor=2).grad_fn.name() == "UpsampleNearest2DBackward0"
+    assert F.interpolate(x, scale_factor=2, mode="bicubic").grad_fn.name() == "UpsampleBicubic2DBackward0"
+    for mk in (lambda M: M.nn.Upsample(scale_factor=2, mode="bilinear"), lambda M: M.nn.Upsample(size=(3, 4)),
+               lambda M: M.nn.UpsamplingBilinear2d(scale_factor=2)):
+        assert repr(mk(ampc)) == repr(mk(torch))

@@ -1,5 +1,6 @@
 /* nn_conv_more.h: the frontends of issue 13's convolution family: F.pad in every mode (nn_pad.c),
- * convolutions of 1-3 dims, direct and transposed (nn_conv.c), unfold and fold (nn_fold.c). Same conventions as nn_ops.h: checks with PyTorch's messages, outputs on the
+ * convolutions of 1-3 dims, direct and transposed (nn_conv.c), unfold and fold (nn_fold.c),
+ * interpolate (nn_resample.c). Same conventions as nn_ops.h: checks with PyTorch's messages, outputs on the
  * input's device, a node recorded when an input requires grad, NULL (error set) on failure. */
 #ifndef AMPC_NN_CONV_MORE_H
 #define AMPC_NN_CONV_MORE_H
@@ -52,6 +53,23 @@ ampc_tensor *ampc_unfold_im2col(const ampc_tensor *input, const int64_t kernel[2
                                 const int64_t padding[2], const int64_t stride[2]);
 ampc_tensor *ampc_fold_col2im(const ampc_tensor *input, const int64_t output_size[2], const int64_t kernel[2],
                               const int64_t dilation[2], const int64_t padding[2], const int64_t stride[2]);
+
+/* ---- F.interpolate (nn_resample.c) ----
+ * input (N, C, *in) with 1-3 spatial dims -> (N, C, *out_size). scales[i]: the scale_factor of
+ * spatial dim i that PyTorch's kernels use for the source index (<= 0: none, in/out is used);
+ * align_corners for linear and bicubic. */
+typedef enum ampc_interp_mode {
+    AMPC_INTERP_NEAREST = 0,
+    AMPC_INTERP_NEAREST_EXACT = 1,
+    AMPC_INTERP_LINEAR = 2, /* linear, bilinear, trilinear by the spatial dims */
+    AMPC_INTERP_BICUBIC = 3,
+    AMPC_INTERP_AREA = 4,   /* adaptive average pooling */
+} ampc_interp_mode;
+
+ampc_tensor *ampc_interpolate(const ampc_tensor *input, ampc_interp_mode mode, int spatial, const int64_t *out_size,
+                              const double *scales, bool align_corners);
+ampc_tensor *ampc_interpolate_backward(const ampc_tensor *grad_out, const int64_t *input_shape, ampc_interp_mode mode,
+                                       int spatial, const double *scales, bool align_corners);
 
 #ifdef __cplusplus
 }

@@ -24,5 +24,6 @@ void ampc_cpu_register_sort(void);         /* cpu_sort.c: SORT (sorting and sele
 void ampc_cpu_register_sort_search(void);  /* cpu_sort_search.c: searchsorted, unique runs, histograms */
 void ampc_cpu_register_nn_pad(void);      /* cpu_nn_pad.c: the pad rows (issue 13, conv) */
 void ampc_cpu_register_nn_vol2col(void); /* cpu_nn_vol2col.c: VOL2COL, COL2VOL (issue 13, conv) */
+void ampc_cpu_register_nn_resample(void); /* cpu_nn_resample.c: the interpolate rows (issue 13, conv) */
 
 #endif

@@ -19,4 +19,5 @@ void ampc_cpu_register(void) {
     ampc_cpu_register_sort();
     ampc_cpu_register_nn_pad(); /* issue 13, conv */
     ampc_cpu_register_nn_vol2col(); /* issue 13, conv */
+    ampc_cpu_register_nn_resample(); /* issue 13, conv */
 }

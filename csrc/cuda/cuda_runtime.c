@@ -185,6 +185,7 @@ void ampc_cuda_register(void) {
     ampc_cuda_register_sort();
     ampc_cuda_register_nn_pad(); /* issue 13, conv */
     ampc_cuda_register_nn_vol2col(); /* issue 13, conv */
+    ampc_cuda_register_nn_resample(); /* issue 13, conv */
     if (device_count == 0) return;
     ampc_cuda_register_allocators();
 }

@@ -91,7 +91,38 @@ static PyObject *py_fold(PyObject *mod, PyObject *args) {
     return ampc_py_wrap(ampc_fold_col2im(x, o, k, d, p, s));
 }
 
+/* _nn_interpolate(input, mode, out_size, scales, align_corners): mode as ampc_interp_mode, out_size
+ * and scales sequences of the spatial dims (scale <= 0: none). */
+static PyObject *py_interpolate(PyObject *mod, PyObject *args) {
+    PyObject *x_o, *size_o, *scales_o;
+    int mode, align;
+    if (!PyArg_ParseTuple(args, "OiOOp:_nn_interpolate", &x_o, &mode, &size_o, &scales_o, &align)) return NULL;
+    ampc_tensor *x = ampc_py_unwrap(x_o, "interpolate", "input");
+    if (!x) return NULL;
+    int64_t size[3];
+    int n = int64_list(size_o, size, 3, "output_size");
+    if (n < 0) return NULL;
+    double scales[3] = {0, 0, 0};
+    PyObject *fast = PySequence_Fast(scales_o, "scales");
+    if (!fast) return NULL;
+    Py_ssize_t ns = PySequence_Fast_GET_SIZE(fast);
+    for (Py_ssize_t i = 0; i < ns && i < 3; i++) {
+        scales[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(fast, i));
+        if (scales[i] == -1.0 && PyErr_Occurred()) {
+            Py_DECREF(fast);
+            return NULL;
+        }
+    }
+    Py_DECREF(fast);
+    if (ns != n || n < 1) {
+        PyErr_Format(PyExc_RuntimeError, "interpolate: %d output sizes and %zd scales", n, ns);
+        return NULL;
+    }
+    return ampc_py_wrap(ampc_interpolate(x, (ampc_interp_mode)mode, n, size, scales, align != 0));
+}
+
 PyMethodDef ampc_py_module_methods_nn_conv[] = {
+    {"_nn_interpolate", METHOD(py_interpolate), METH_VARARGS, "interpolate(input, mode, out_size, scales, align_corners)"},
     {"_nn_unfold", METHOD(py_unfold), METH_VARARGS, "unfold(input, kernel, dilation, padding, stride)"},
     {"_nn_fold", METHOD(py_fold), METH_VARARGS, "fold(input, output_size, kernel, dilation, padding, stride)"},
     {"_nn_convolution_nd", METHOD(py_convolution_nd), METH_VARARGS,

@@ -112,3 +112,54 @@ CASES += [
     Case(F + "channel_shuffle", _f("channel_shuffle"), [X((2, 4, 3)), Const(2)]),
     Case(F + "native_channel_shuffle", _f("native_channel_shuffle"), [X((2, 6, 2, 2)), Const(3)], grad=False),
 ]
+
+
+def _interp(**kw):
+    return lambda M: (lambda x: M.nn.functional.interpolate(x, **kw))
+
+
+CASES += [
+    # ---------------------------------------------------------------- interpolate
+    Case(F + "interpolate", _interp(scale_factor=2.5), [X((2, 3, 5))], dtypes=LOW, id="conv-interp-nearest-1d"),
+    Case(F + "interpolate", _interp(size=(7, 3)), [X((2, 3, 4, 5))], dtypes=LOW, id="conv-interp-nearest-2d"),
+    Case(F + "interpolate", _interp(scale_factor=(2, 1.5, 0.5)), [X((1, 2, 3, 4, 6))], id="conv-interp-nearest-3d"),
+    Case(F + "interpolate", _interp(size=9, mode="nearest-exact"), [X((2, 3, 4))], id="conv-interp-nexact-1d"),
+    Case(F + "interpolate", _interp(scale_factor=1.7, mode="nearest-exact"), [X((2, 3, 4, 5))],
+         id="conv-interp-nexact-2d"),
+    Case(F + "interpolate", _interp(size=(3, 5, 2), mode="nearest-exact"), [X((1, 2, 2, 3, 4))],
+         id="conv-interp-nexact-3d"),
+    Case(F + "interpolate", _interp(size=11, mode="linear"), [X((2, 3, 4))], dtypes=LOW, id="conv-interp-linear"),
+    Case(F + "interpolate", _interp(scale_factor=2.0, mode="linear", align_corners=True), [X((2, 3, 5))],
+         id="conv-interp-linear-align"),
+    Case(F + "interpolate", _interp(scale_factor=1.7, mode="bilinear"), [X((2, 3, 4, 5))], dtypes=LOW,
+         id="conv-interp-bilinear"),
+    Case(F + "interpolate", _interp(size=(3, 8), mode="bilinear", align_corners=True), [X((2, 3, 5, 4))],
+         id="conv-interp-bilinear-align"),
+    Case(F + "interpolate", _interp(scale_factor=0.6, mode="bilinear", recompute_scale_factor=True), [X((1, 2, 7, 6))],
+         id="conv-interp-bilinear-down-recompute"),
+    Case(F + "interpolate", _interp(scale_factor=(1.5, 2, 0.7), mode="trilinear"), [X((1, 2, 3, 4, 5))],
+         id="conv-interp-trilinear"),
+    Case(F + "interpolate", _interp(size=(4, 3, 5), mode="trilinear", align_corners=True), [X((2, 1, 3, 2, 4))],
+         id="conv-interp-trilinear-align"),
+    Case(F + "interpolate", _interp(scale_factor=2.3, mode="bicubic"), [X((2, 3, 4, 5))], id="conv-interp-bicubic"),
+    Case(F + "interpolate", _interp(size=(6, 2), mode="bicubic", align_corners=True), [X((1, 2, 4, 5))],
+         id="conv-interp-bicubic-align"),
+    Case(F + "interpolate", _interp(size=3, mode="area"), [X((2, 3, 7))], id="conv-interp-area-1d"),
+    Case(F + "interpolate", _interp(scale_factor=0.5, mode="area"), [X((2, 3, 6, 5))], id="conv-interp-area-2d"),
+    Case(F + "interpolate", _interp(size=(2, 3, 2), mode="area"), [X((1, 2, 5, 4, 3))], id="conv-interp-area-3d"),
+    Case(F + "upsample", _f("upsample"), [X((1, 2, 3, 4))], kwargs=dict(scale_factor=2, mode="bilinear")),
+    Case(F + "upsample_nearest", _f("upsample_nearest"), [X((1, 2, 3, 4))], kwargs=dict(size=(5, 7))),
+    Case(F + "upsample_bilinear", _f("upsample_bilinear"), [X((1, 2, 3, 4))], kwargs=dict(scale_factor=2)),
+    Case("nn.Upsample", lambda M: M.nn.Upsample(scale_factor=2, mode="bilinear"), [X((2, 3, 4, 5))], dtypes=LOW),
+    Case("nn.Upsample", lambda M: M.nn.Upsample(size=(4, 5, 3), mode="trilinear", align_corners=True),
+         [X((1, 2, 2, 3, 2))], id="conv-Upsample-trilinear"),
+    Case("nn.Upsample", lambda M: M.nn.Upsample(scale_factor=(2.0, 3.0)), [X((1, 2, 3, 2))], id="conv-Upsample-nearest"),
+    Case("nn.UpsamplingNearest2d", lambda M: M.nn.UpsamplingNearest2d(scale_factor=3), [X((2, 2, 3, 2))]),
+    Case("nn.UpsamplingBilinear2d", lambda M: M.nn.UpsamplingBilinear2d(size=(5, 6)), [X((2, 2, 3, 2))]),
+]
+
+CASES += [
+    Case(F + "affine_grid", _f("affine_grid"), [X((2, 2, 3)), Const((2, 3, 4, 5))], kwargs=dict(align_corners=False)),
+    Case(F + "affine_grid", _f("affine_grid"), [X((1, 3, 4)), Const((1, 2, 3, 2, 4))], kwargs=dict(align_corners=True),
+         id="conv-affine_grid-3d-align"),
+]

@@ -17,6 +17,7 @@ from .pixelshuffle import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
+from .upsampling import *  # noqa: F401,F403
 
 from . import (  # noqa: E402
     activation,
@@ -35,6 +36,7 @@ from . import (  # noqa: E402
     pooling,
     sparse,
     transformer,
+    upsampling,
 )
 
 __all__ = [name for family in (
@@ -54,4 +56,5 @@ __all__ = [name for family in (
     pooling,
     sparse,
     transformer,
+    upsampling,
 ) for name in family.__all__]

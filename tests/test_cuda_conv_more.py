@@ -73,7 +73,7 @@ def test_unfold_fold(cuda, rng, dtype):
     runs = run_on_cpu_and_cuda(lambda x: F.unfold(x, (2, 3), dilation=(2, 1), padding=1, stride=(1, 2)), [x], dtype,
                                cuda, grad=(0,), rng=rng)
     check_runs(runs, TOL[dtype], "unfold", exact_outputs=(0,))
-    c = rng.standard_normal((2, 18, 12))
+    c = rng.standard_normal((2, 18, 18))
     runs = run_on_cpu_and_cuda(lambda c: F.fold(c, (6, 5), (2, 3), dilation=(2, 1), padding=1, stride=(1, 2)), [c],
                                dtype, cuda, grad=(0,), rng=rng)
     check_runs(runs, TOL[dtype], "fold")

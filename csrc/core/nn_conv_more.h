@@ -64,6 +64,8 @@ typedef enum ampc_interp_mode {
     AMPC_INTERP_LINEAR = 2, /* linear, bilinear, trilinear by the spatial dims */
     AMPC_INTERP_BICUBIC = 3,
     AMPC_INTERP_AREA = 4,   /* adaptive average pooling */
+    AMPC_INTERP_BILINEAR_AA = 5, /* antialias=True: the filter widens with the downscale factor */
+    AMPC_INTERP_BICUBIC_AA = 6,
 } ampc_interp_mode;
 
 ampc_tensor *ampc_interpolate(const ampc_tensor *input, ampc_interp_mode mode, int spatial, const int64_t *out_size,

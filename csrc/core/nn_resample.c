@@ -19,8 +19,9 @@
 #include "nn_common.h"
 #include "nn_conv_more.h"
 
-static const ampc_op mode_ops[5] = {AMPC_OP_UPSAMPLE_NEAREST, AMPC_OP_UPSAMPLE_NEAREST, AMPC_OP_UPSAMPLE_LINEAR,
-                                    AMPC_OP_UPSAMPLE_BICUBIC, AMPC_OP_UPSAMPLE_AREA};
+static const ampc_op mode_ops[7] = {AMPC_OP_UPSAMPLE_NEAREST, AMPC_OP_UPSAMPLE_NEAREST, AMPC_OP_UPSAMPLE_LINEAR,
+                                    AMPC_OP_UPSAMPLE_BICUBIC, AMPC_OP_UPSAMPLE_AREA,   AMPC_OP_UPSAMPLE_LINEAR,
+                                    AMPC_OP_UPSAMPLE_BICUBIC};
 
 /* ---------------------------------------------------------------- taps of one dim */
 
@@ -100,6 +101,27 @@ static int one_output(ampc_interp_mode mode, int64_t in, int64_t out, double sca
         }
         return 4;
     }
+    case AMPC_INTERP_BILINEAR_AA:
+    case AMPC_INTERP_BICUBIC_AA: {
+        /* PyTorch's _compute_weights_aa: the filter's support widens by the downscale factor and the
+         * weights are normalised to sum 1 */
+        double interp = mode == AMPC_INTERP_BICUBIC_AA ? 4.0 : 2.0;
+        double sc = pixel_scale(in, out, align_corners, scale);
+        double support = sc >= 1.0 ? interp * 0.5 * sc : interp * 0.5, invscale = sc >= 1.0 ? 1.0 / sc : 1.0;
+        double center = sc * ((double)o + 0.5), total = 0;
+        int64_t lo = (int64_t)(center - support + 0.5), hi = (int64_t)(center + support + 0.5);
+        lo = lo < 0 ? 0 : lo, hi = hi > in ? in : hi;
+        int n = 0;
+        for (int64_t j = lo; j < hi; j++, n++) {
+            double x = fabs(((double)j - center + 0.5) * invscale), f;
+            if (mode == AMPC_INTERP_BILINEAR_AA) f = x < 1 ? 1 - x : 0;
+            else f = x < 1 ? ((-0.5 + 2) * x - (-0.5 + 3)) * x * x + 1 : x < 2 ? (((x - 5) * x + 8) * x - 4) * -0.5 : 0;
+            idx[n] = j, w[n] = f, total += f;
+        }
+        if (total != 0)
+            for (int k = 0; k < n; k++) w[k] /= total;
+        return n;
+    }
     default: { /* area: adaptive average pooling's window */
         int64_t start = (o * in) / out, end = ((o + 1) * in + out - 1) / out;
         for (int64_t i = start; i < end; i++) idx[i - start] = i, w[i - start] = 1.0 / (double)(end - start);
@@ -113,6 +135,7 @@ static ampc_status build_taps(ampc_interp_mode mode, int64_t in, int64_t out, do
                               dim_taps *t) {
     int64_t most = mode == AMPC_INTERP_BICUBIC ? 4 : mode == AMPC_INTERP_LINEAR ? 2
                  : mode == AMPC_INTERP_AREA ? (in + out - 1) / out + 1 : 1;
+    if (mode == AMPC_INTERP_BILINEAR_AA || mode == AMPC_INTERP_BICUBIC_AA) most = in + 1; /* at most every input */
     t->n = out;
     t->ptr = (int64_t *)malloc(sizeof(int64_t) * (size_t)(out + 1));
     t->idx = (int64_t *)malloc(sizeof(int64_t) * (size_t)(out * most + 1));
@@ -219,7 +242,7 @@ static ampc_status forward_taps(ampc_interp_mode mode, const int64_t x4[4], cons
 
 static ampc_status resample_rule_fn(ampc_node *node, ampc_tensor *const *grads, ampc_tensor **grad_inputs);
 
-static const ampc_grad_rule rules[5][3] = {
+static const ampc_grad_rule rules[7][3] = {
     {{"UpsampleNearest1DBackward0", resample_rule_fn}, {"UpsampleNearest2DBackward0", resample_rule_fn},
      {"UpsampleNearest3DBackward0", resample_rule_fn}},
     {{"UpsampleNearestExact1DBackward0", resample_rule_fn}, {"UpsampleNearestExact2DBackward0", resample_rule_fn},
@@ -230,6 +253,10 @@ static const ampc_grad_rule rules[5][3] = {
      {"UpsampleBicubic3DBackward0", resample_rule_fn}},
     {{"AdaptiveAvgPool1DBackward0", resample_rule_fn}, {"AdaptiveAvgPool2DBackward0", resample_rule_fn},
      {"AdaptiveAvgPool3DBackward0", resample_rule_fn}},
+    {{"UpsampleBilinear1DAaBackward0", resample_rule_fn}, {"UpsampleBilinear2DAaBackward0", resample_rule_fn},
+     {"UpsampleBilinear3DAaBackward0", resample_rule_fn}},
+    {{"UpsampleBicubic1DAaBackward0", resample_rule_fn}, {"UpsampleBicubic2DAaBackward0", resample_rule_fn},
+     {"UpsampleBicubic3DAaBackward0", resample_rule_fn}},
 };
 
 static const char *const dim_letters[3] = {"D", "H", "W"};
@@ -237,7 +264,7 @@ static const char *const dim_letters[3] = {"D", "H", "W"};
 ampc_tensor *ampc_interpolate(const ampc_tensor *input, ampc_interp_mode mode, int spatial, const int64_t *out_size,
                               const double *scales, bool align_corners) {
     char s1[160], s2[160];
-    if ((unsigned)mode > AMPC_INTERP_AREA || spatial < 1 || spatial > 3 || input->ndim != spatial + 2) {
+    if ((unsigned)mode > AMPC_INTERP_BICUBIC_AA || spatial < 1 || spatial > 3 || input->ndim != spatial + 2) {
         ampc_set_error(AMPC_E_RUNTIME, "interpolate: expected a %dD input for %d spatial dims, got %s", spatial + 2,
                        spatial, nn_shape(input, s1, sizeof s1));
         return NULL;
@@ -291,7 +318,7 @@ ampc_tensor *ampc_interpolate(const ampc_tensor *input, ampc_interp_mode mode, i
 ampc_tensor *ampc_interpolate_backward(const ampc_tensor *grad_out, const int64_t *input_shape, ampc_interp_mode mode,
                                        int spatial, const double *scales, bool align_corners) {
     char s1[96];
-    if ((unsigned)mode > AMPC_INTERP_AREA || spatial < 1 || spatial > 3 || grad_out->ndim != spatial + 2 ||
+    if ((unsigned)mode > AMPC_INTERP_BICUBIC_AA || spatial < 1 || spatial > 3 || grad_out->ndim != spatial + 2 ||
         grad_out->shape[0] != input_shape[0] || grad_out->shape[1] != input_shape[1]) {
         ampc_set_error(AMPC_E_RUNTIME, "interpolate_backward: grad_output %s does not fit the input",
                        nn_shape(grad_out, s1, sizeof s1));

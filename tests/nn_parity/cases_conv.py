@@ -163,3 +163,10 @@ CASES += [
     Case(F + "affine_grid", _f("affine_grid"), [X((1, 3, 4)), Const((1, 2, 3, 2, 4))], kwargs=dict(align_corners=True),
          id="conv-affine_grid-3d-align"),
 ]
+
+CASES += [
+    Case(F + "interpolate", _interp(size=(3, 2), mode="bilinear", antialias=True), [X((2, 3, 8, 7))],
+         id="conv-interp-bilinear-aa"),
+    Case(F + "interpolate", _interp(scale_factor=(0.4, 1.5), mode="bicubic", antialias=True, align_corners=True),
+         [X((1, 2, 9, 4))], id="conv-interp-bicubic-aa"),
+]

@@ -224,9 +224,6 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.dim() == 4):
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
                          "tensor as input")
-    if antialias:
-        raise NotImplementedError("ampc: interpolate(antialias=True) is not supported yet (its taps widen with the "
-                                  "scale; the plain bilinear and bicubic modes are)")
     want = _INTERP_RANK.get(mode)
     if mode not in _INTERP_MODES or input.dim() not in (3, 4, 5) or (want is not None and input.dim() != want):
         if mode in _INTERP_RANK and input.dim() in (3, 4, 5) and mode != "bicubic":
@@ -238,7 +235,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if output_size is None:
         output_size = [int(math.floor(float(input.size(i + 2)) * scale_factors[i])) for i in range(dim)]
     scales = [0.0] * dim if scale_factors is None else scale_factors
-    return _C._nn_interpolate(input, _INTERP_MODES[mode], tuple(output_size), tuple(scales), bool(align_corners))
+    code = _INTERP_MODES[mode] if not antialias else {"bilinear": 5, "bicubic": 6}[mode]
+    return _C._nn_interpolate(input, code, tuple(output_size), tuple(scales), bool(align_corners))
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

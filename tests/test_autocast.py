@@ -60,6 +60,13 @@ CASES = {
     # lower precision: float32 inputs in, region dtype out
     "conv1d": [([f((2, 3, 8)), f((4, 3, 3)), f((4,))], lambda m, x, w, b: m.F.conv1d(x, w, b, padding=1))],
     "conv2d": [([f((2, 3, 6, 6)), f((4, 3, 3, 3)), f((4,))], lambda m, x, w, b: m.F.conv2d(x, w, b, padding=1))],
+    "conv3d": [([f((2, 3, 4, 4, 3)), f((4, 3, 3, 3, 2)), f((4,))], lambda m, x, w, b: m.F.conv3d(x, w, b, padding=1))],
+    "conv_transpose1d": [([f((2, 3, 5)), f((3, 4, 3)), f((4,))],
+                          lambda m, x, w, b: m.F.conv_transpose1d(x, w, b, stride=2))],
+    "conv_transpose2d": [([f((2, 3, 4, 4)), f((3, 4, 3, 3)), f((4,))],
+                          lambda m, x, w, b: m.F.conv_transpose2d(x, w, b, stride=2, padding=1))],
+    "conv_transpose3d": [([f((1, 3, 2, 3, 2)), f((3, 2, 2, 2, 2)), f((2,))],
+                          lambda m, x, w, b: m.F.conv_transpose3d(x, w, b, stride=2))],
     "linear": [([f((3, 5)), f((4, 5)), f((4,))], lambda m, x, w, b: m.F.linear(x, w, b)),
                ([f((2, 3, 5)), f((4, 5))], lambda m, x, w: m.F.linear(x, w))],
     "matmul": [([f((3, 4, 5)), f((5, 2))], lambda m, a, b: m.matmul(a, b)),

@@ -131,8 +131,8 @@ def test_conv_errors():
         nn.Conv1d(2, 2, 3, padding="full")
     with pytest.raises(ValueError, match="padding_mode must be one of"):
         nn.Conv2d(2, 2, 3, padding_mode="mirror")
-    with pytest.raises(NotImplementedError, match="padding_mode='reflect'"):
-        nn.Conv2d(2, 2, 3, padding_mode="reflect")
+    with pytest.raises(ValueError, match='Only "zeros" padding mode is supported for ConvTranspose2d'):
+        nn.ConvTranspose2d(2, 2, 3, padding_mode="reflect")
 
 
 # ------------------------------------------------------------------ activations

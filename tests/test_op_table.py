@@ -393,6 +393,25 @@ CASES = {
     "_fused_adamax_": (lambda M, d: opt_step(M, d, "Adamax"), False),
     "_fused_asgd_": (lambda M, d: opt_step(M, d, "ASGD", t0=0), False),
     "_fused_rprop_": (lambda M, d: opt_step(M, d, "Rprop"), False),
+    # issue 13, conv: 3-d and transposed convolutions
+    "conv3d": (lambda M, d: F(M).conv3d(T(M, d, (2, 3, 4, 5, 4), grad=True), T(M, d, (4, 3, 2, 3, 2), seed=1)), True),
+    "conv_transpose1d": (lambda M, d: F(M).conv_transpose1d(T(M, d, (2, 3, 5), grad=True), T(M, d, (3, 4, 3), seed=1),
+                                                           stride=2), True),
+    "conv_transpose2d": (lambda M, d: F(M).conv_transpose2d(T(M, d, (2, 3, 4, 5), grad=True),
+                                                           T(M, d, (3, 4, 3, 3), seed=1), stride=2, padding=1), True),
+    "conv_transpose3d": (lambda M, d: F(M).conv_transpose3d(T(M, d, (2, 3, 2, 3, 2), grad=True),
+                                                           T(M, d, (3, 2, 2, 2, 2), seed=1), stride=2), True),
+    "vol2col": (lambda M, d: F(M).conv3d(T(M, d, (2, 3, 4, 5, 4), grad=True), T(M, d, (4, 3, 2, 3, 2), seed=1)), True),
+    "col2vol": (lambda M, d: F(M).conv3d(T(M, d, (2, 3, 4, 5, 4), grad=True), T(M, d, (4, 3, 2, 3, 2), seed=1)), True),
+    # issue 13, conv: interpolate
+    "upsample_nearest": (lambda M, d: F(M).interpolate(T(M, d, (2, 3, 4, 5), grad=True), scale_factor=2), True),
+    "upsample_linear": (lambda M, d: F(M).interpolate(T(M, d, (2, 3, 4, 5), grad=True), size=(7, 3), mode="bilinear"),
+                        True),
+    "upsample_bicubic": (lambda M, d: F(M).interpolate(T(M, d, (2, 3, 4, 5), grad=True), scale_factor=1.5,
+                                                       mode="bicubic", align_corners=True), True),
+    "upsample_area": (lambda M, d: F(M).interpolate(T(M, d, (2, 3, 6, 5), grad=True), size=(3, 2), mode="area"), True),
+    "resample_backward": (lambda M, d: F(M).interpolate(T(M, d, (2, 3, 4, 5), grad=True), size=(7, 3),
+                                                        mode="bilinear"), True),
 }
 
 

@@ -28,5 +28,7 @@ void ampc_cpu_register_nn_poolnorm(void);  /* cpu_nn_poolnorm.c: pool3d rows (3-
 void ampc_cpu_register_nn_loss_ctc(void);  /* cpu_nn_loss_ctc.c: ctc_loss (issue 13, loss) */
 void ampc_cpu_register_nn_attn(void);      /* cpu_nn_attn.c: SDPA_FLASH (+ backward), issue 13 attn */
 void ampc_cpu_register_nn_pdist(void);     /* cpu_nn_pdist.c: pdist (issue 13, loss) */
+void ampc_cpu_register_nn_vol2col(void); /* cpu_nn_vol2col.c: VOL2COL, COL2VOL (issue 13, conv) */
+void ampc_cpu_register_nn_resample(void); /* cpu_nn_resample.c: the interpolate rows (issue 13, conv) */
 
 #endif

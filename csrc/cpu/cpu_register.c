@@ -23,4 +23,6 @@ void ampc_cpu_register(void) {
     ampc_cpu_register_nn_loss_ctc();
     ampc_cpu_register_nn_attn();
     ampc_cpu_register_nn_pdist();
+    ampc_cpu_register_nn_vol2col(); /* issue 13, conv */
+    ampc_cpu_register_nn_resample(); /* issue 13, conv */
 }

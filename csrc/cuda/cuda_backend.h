@@ -114,6 +114,8 @@ void ampc_cuda_register_nn_loss_class(void); /* cuda_nn_loss_class.cu: cross ent
 void ampc_cuda_register_nn_loss(void);      /* cuda_nn_loss.cu: the elementwise losses and their backward */
 void ampc_cuda_register_nn_pad(void);       /* cuda_nn_pad.cu: the pad rows (issue 13, conv) */
 void ampc_cuda_register_nn_poolnorm(void);  /* cuda_nn_poolnorm.cu: pool3d rows (3-d, adaptive max pools), rms_norm */
+void ampc_cuda_register_nn_vol2col(void);   /* cuda_nn_vol2col.cu: VOL2COL, COL2VOL (issue 13, conv) */
+void ampc_cuda_register_nn_resample(void);  /* cuda_nn_resample.cu: the interpolate rows (issue 13, conv) */
 void ampc_cuda_register_amp(void);          /* cuda_amp.cu: AMP, MULTI_TENSOR */
 void ampc_cuda_register_optim(void);        /* cuda_optim.cu: OPTIM */
 void ampc_cuda_register_nn_rnn(void);       /* cuda_nn_rnn.cu: the fused LSTM/GRU cells (issue 13) */

@@ -189,6 +189,8 @@ void ampc_cuda_register(void) {
     ampc_cuda_register_nn_poolnorm(); /* issue 13, poolnorm */
     ampc_cuda_register_nn_loss_ctc();
     ampc_cuda_register_nn_pdist();
+    ampc_cuda_register_nn_vol2col(); /* issue 13, conv */
+    ampc_cuda_register_nn_resample(); /* issue 13, conv */
     if (device_count == 0) return;
     ampc_cuda_register_allocators();
 }

@@ -866,3 +866,12 @@ def _histc(d):
         w = d.tensor((n,), "float64", values=[float(v) for v in rng.integers(0, 5, n)], layout=False)
         return "M.bincount(%s, %s, minlength=%d)" % (x, w, int(rng.integers(0, 12)))
     return "M.bincount(%s, minlength=%d)" % (x, int(rng.integers(0, 12)))
+
+# ---- issue 13, conv: random sweeps against torch in tests/test_conv_more.py (pad in every mode, conv3d and
+# transposed convs, interpolate in every mode) and the nn parity cases of tests/nn_parity/cases_conv.py; fuzz
+# generators of their own are still to be written
+NOT_FUZZED.update({name: "issue 13 conv op: tests/test_conv_more.py random sweeps + nn parity (no fuzz generator yet)"
+                   for name in ("constant_pad_nd", "reflection_pad", "replication_pad", "circular_pad", "pad_backward",
+                                "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "vol2col",
+                                "col2vol", "upsample_nearest", "upsample_linear", "upsample_bicubic", "upsample_area",
+                                "resample_backward")})

@@ -30,8 +30,6 @@ class _ConvNd(Module):
         if padding_mode not in valid_padding_modes:
             raise ValueError(f"padding_mode must be one of {valid_padding_modes}, but got "
                              f"padding_mode='{padding_mode}'")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"ampc: padding_mode='{padding_mode}' is not supported; only 'zeros'")
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = kernel_size
@@ -42,6 +40,17 @@ class _ConvNd(Module):
         self.output_padding = output_padding
         self.groups = groups
         self.padding_mode = padding_mode
+        # F.pad's order (last dim first, before/after) of the padding, for padding_mode != "zeros"
+        if isinstance(self.padding, str):
+            self._reversed_padding_repeated_twice = [0, 0] * len(kernel_size)
+            if padding == "same":
+                for d, k, i in zip(dilation, kernel_size, range(len(kernel_size) - 1, -1, -1)):
+                    total_padding = d * (k - 1)
+                    left_pad = total_padding // 2
+                    self._reversed_padding_repeated_twice[2 * i] = left_pad
+                    self._reversed_padding_repeated_twice[2 * i + 1] = total_padding - left_pad
+        else:
+            self._reversed_padding_repeated_twice = tuple(x for x in reversed(self.padding) for _ in range(2))
         shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
         _make_weight_and_bias(self, shape + tuple(kernel_size), bias, out_channels, device, dtype)
         self.reset_parameters()
@@ -87,8 +96,14 @@ class Conv1d(_ConvNd):
         super().__init__(in_channels, out_channels, *_spatial_args(1, kernel_size, stride, padding, dilation), False,
                          (0,), groups, bias, padding_mode, device, dtype)
 
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            return F.conv1d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight, bias,
+                            self.stride, (0,), self.dilation, self.groups)
+        return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
     def forward(self, input):
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv_forward(input, self.weight, self.bias)
 
 
 class Conv2d(_ConvNd):
@@ -99,5 +114,119 @@ class Conv2d(_ConvNd):
         super().__init__(in_channels, out_channels, *_spatial_args(2, kernel_size, stride, padding, dilation), False,
                          (0, 0), groups, bias, padding_mode, device, dtype)
 
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            return F.conv2d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight, bias,
+                            self.stride, (0, 0), self.dilation, self.groups)
+        return F.conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
     def forward(self, input):
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv_forward(input, self.weight, self.bias)
+
+
+# ---------------------------------------------------------------- issue 13, conv: 3-d and transposed
+
+__all__ += ["Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+
+
+class Conv3d(_ConvNd):
+    """Input (N, C_in, D, H, W) or (C_in, D, H, W)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, *_spatial_args(3, kernel_size, stride, padding, dilation), False,
+                         (0, 0, 0), groups, bias, padding_mode, device, dtype)
+
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            return F.conv3d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight, bias,
+                            self.stride, (0, 0, 0), self.dilation, self.groups)
+        return F.conv3d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
+
+
+class _ConvTransposeNd(_ConvNd):
+    _dims = 0
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, transposed, output_padding,
+                 groups, bias, padding_mode, device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, transposed,
+                         output_padding, groups, bias, padding_mode, device, dtype)
+
+    def _output_padding(self, input, output_size, stride, padding, kernel_size, num_spatial_dims, dilation=None):
+        """torch's: output_padding, or the one that gives the requested output_size."""
+        if output_size is None:
+            return list(self.output_padding)
+        has_batch_dim = input.dim() == num_spatial_dims + 2
+        num_non_spatial_dims = 2 if has_batch_dim else 1
+        output_size = list(output_size)
+        if len(output_size) == num_non_spatial_dims + num_spatial_dims:
+            output_size = output_size[num_non_spatial_dims:]
+        if len(output_size) != num_spatial_dims:
+            raise ValueError(
+                f"ConvTranspose{num_spatial_dims}D: for {input.dim()}D input, output_size must have {num_spatial_dims} "
+                f"or {num_non_spatial_dims + num_spatial_dims} elements (got {len(output_size)})")
+        min_sizes, max_sizes = [], []
+        for d in range(num_spatial_dims):
+            dim_size = ((input.size(d + num_non_spatial_dims) - 1) * stride[d] - 2 * padding[d]
+                        + (dilation[d] if dilation is not None else 1) * (kernel_size[d] - 1) + 1)
+            min_sizes.append(dim_size)
+            max_sizes.append(min_sizes[d] + stride[d] - 1)
+        for i in range(len(output_size)):
+            if output_size[i] < min_sizes[i] or output_size[i] > max_sizes[i]:
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes range "
+                                 f"from {min_sizes} to {max_sizes} (for an input of {input.size()[2:]})")
+        return [output_size[d] - min_sizes[d] for d in range(num_spatial_dims)]
+
+    def forward(self, input, output_size=None):
+        n = self._dims
+        if self.padding_mode != "zeros":
+            raise ValueError(f"Only `zeros` padding mode is supported for ConvTranspose{n}d")
+        output_padding = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, n,
+                                              self.dilation)
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[n - 1]
+        return fn(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
+                  self.dilation)
+
+
+def _transpose_args(n, kernel_size, stride, padding, output_padding, dilation):
+    return (F._ntuple(kernel_size, n, "kernel_size"), F._ntuple(stride, n, "stride"),
+            F._ntuple(padding, n, "padding"), F._ntuple(dilation, n, "dilation"), True,
+            F._ntuple(output_padding, n, "output_padding"))
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """Input (N, C_in, L) or (C_in, L); weight (C_in, C_out / groups, k)."""
+    _dims = 1
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels,
+                         *_transpose_args(1, kernel_size, stride, padding, output_padding, dilation), groups, bias,
+                         padding_mode, device, dtype)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Input (N, C_in, H, W) or (C_in, H, W); weight (C_in, C_out / groups, kh, kw)."""
+    _dims = 2
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels,
+                         *_transpose_args(2, kernel_size, stride, padding, output_padding, dilation), groups, bias,
+                         padding_mode, device, dtype)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Input (N, C_in, D, H, W) or (C_in, D, H, W); weight (C_in, C_out / groups, kd, kh, kw)."""
+    _dims = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels,
+                         *_transpose_args(3, kernel_size, stride, padding, output_padding, dilation), groups, bias,
+                         padding_mode, device, dtype)

@@ -198,12 +198,13 @@ def test_params_invalidated_with_grads_invalidated_between_unscale_and_step(opti
     opt = optimizer_ctor([weight, bias], lr=0.1)
     opt = ForeignOptimizer(opt) if foreign else opt
     scaler = GradScaler(DEVICE)
-    # the default scale (2**16) overflows the fp16 mv's grad first: that step is skipped at
-    # unscale_ time too, the next one (scale 2**15) is clean when unscale_ looks
+    # the default scale (2**16) overflows the fp16 matmul's grad first: that step is skipped at
+    # unscale_ time too, the next one (scale 2**15) is clean when unscale_ looks (mm, not torch's mv:
+    # mv runs in fp16 on torch's CUDA list only, mm on the CPU's too)
     for _ in range(3):
         opt.zero_grad()
         with ampc.autocast(DEVICE, dtype=ampc.float16):
-            loss = (weight.mv(x) + bias).sum()
+            loss = (weight.mm(x[:, None]).squeeze(1) + bias).sum()
         scaler.scale(loss).backward()
         scaler.unscale_(opt)
         for p in (weight, bias):

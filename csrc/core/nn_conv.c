@@ -255,16 +255,16 @@ static ampc_tensor *pointwise_cols(const ampc_tensor *x, int64_t n0, int64_t nb,
 }
 
 /* How a convolution walks the samples of t (x, or dout for grad input): in chunks of *chunk
- * samples whose column matrices go to the buffer *buf, or, *pointwise (t is its own column
- * matrix), in one chunk of all samples with no buffer. */
-static ampc_status cols_plan(const ampc_tensor *t, const ampc_convnd_params *p, const conv_dims *d, bool *pointwise,
-                             int64_t *chunk, ampc_tensor **buf) {
+ * samples whose column matrices go to the buffer *buf (of dtype buf_dtype), or, *pointwise (t is
+ * its own column matrix), in one chunk of all samples with no buffer. */
+static ampc_status cols_plan(const ampc_tensor *t, const ampc_convnd_params *p, const conv_dims *d,
+                             ampc_dtype buf_dtype, bool *pointwise, int64_t *chunk, ampc_tensor **buf) {
     *pointwise = is_pointwise(p, d);
-    *chunk = *pointwise ? d->n : chunk_samples(d, t->dtype);
+    *chunk = *pointwise ? d->n : chunk_samples(d, buf_dtype);
     *buf = NULL;
     if (*pointwise) return AMPC_OK;
     int64_t shape[1] = {*chunk * d->c * kernel_volume(d) * out_volume(d)};
-    *buf = ampc_empty(1, shape, t->dtype, t->device);
+    *buf = ampc_empty(1, shape, buf_dtype, t->device);
     return *buf ? AMPC_OK : ampc_last_status();
 }
 
@@ -278,7 +278,7 @@ static ampc_tensor *conv_forward_5d(const ampc_tensor *x, const ampc_tensor *w, 
     bool pointwise;
     int64_t chunk;
     ampc_tensor *buf;
-    ampc_status st = cols_plan(x, p, d, &pointwise, &chunk, &buf);
+    ampc_status st = cols_plan(x, p, d, x->dtype, &pointwise, &chunk, &buf);
     for (int64_t n0 = 0; n0 < d->n && st == AMPC_OK; n0 += chunk) {
         int64_t nb = d->n - n0 < chunk ? d->n - n0 : chunk;
         int64_t a_shape[4] = {nb, g, og, k}, a_strides[4] = {0, og * k, k, 1};
@@ -300,9 +300,9 @@ static ampc_tensor *conv_forward_5d(const ampc_tensor *x, const ampc_tensor *w, 
     return nn_finish(st, out, 1, &buf);
 }
 
-/* dx (N, C, D, H, W) from contiguous dout (N, O, OD, OH, OW). */
-static ampc_tensor *conv_grad_input_5d(const ampc_tensor *dout, const ampc_tensor *w, const ampc_convnd_params *p,
-                                       const conv_dims *d) {
+/* dx (N, C, D, H, W) from contiguous dout (N, O, OD, OH, OW), in dout's dtype throughout. */
+static ampc_tensor *conv_grad_input_same_dtype(const ampc_tensor *dout, const ampc_tensor *w,
+                                               const ampc_convnd_params *p, const conv_dims *d) {
     int64_t x_shape[5] = {d->n, d->c, d->d, d->h, d->w};
     ampc_tensor *dx = ampc_empty(5, x_shape, dout->dtype, dout->device);
     if (!dx || ampc_numel(dx) == 0) return dx;
@@ -314,7 +314,7 @@ static ampc_tensor *conv_grad_input_5d(const ampc_tensor *dout, const ampc_tenso
     bool pointwise;
     int64_t chunk;
     ampc_tensor *buf;
-    ampc_status st = cols_plan(dout, p, d, &pointwise, &chunk, &buf);
+    ampc_status st = cols_plan(dout, p, d, dout->dtype, &pointwise, &chunk, &buf);
     for (int64_t n0 = 0; n0 < d->n && st == AMPC_OK; n0 += chunk) {
         int64_t nb = d->n - n0 < chunk ? d->n - n0 : chunk;
         int64_t a_shape[4] = {nb, g, k, og}, a_strides[4] = {0, og * k, 1, k}; /* W^T per group */
@@ -336,6 +336,24 @@ static ampc_tensor *conv_grad_input_5d(const ampc_tensor *dout, const ampc_tenso
     return nn_finish(st, dx, 1, &buf);
 }
 
+/* dx (N, C, D, H, W) from contiguous dout (N, O, OD, OH, OW). fp16/bf16 run in fp32 and dx is
+ * rounded once at the end: the overlapping kernel taps that col2im sums would otherwise each be
+ * rounded to 16 bits first (torch's kernels accumulate in fp32 too). */
+static ampc_tensor *conv_grad_input_5d(const ampc_tensor *dout, const ampc_tensor *w, const ampc_convnd_params *p,
+                                       const conv_dims *d) {
+    if ((dout->dtype != AMPC_FLOAT16 && dout->dtype != AMPC_BFLOAT16) || is_pointwise(p, d))
+        return conv_grad_input_same_dtype(dout, w, p, d);
+    bool grad_mode = ampc_grad_mode_pause(); /* raw data movement, as the same-dtype path: no nodes */
+    ampc_tensor *dout32 = ampc_to(dout, AMPC_FLOAT32, dout->device, false);
+    ampc_tensor *w32 = dout32 ? ampc_to(w, AMPC_FLOAT32, w->device, false) : NULL;
+    ampc_tensor *dx32 = w32 ? conv_grad_input_same_dtype(dout32, w32, p, d) : NULL;
+    ampc_tensor *dx = dx32 ? ampc_to(dx32, dout->dtype, dx32->device, false) : NULL;
+    ampc_set_grad_enabled(grad_mode);
+    ampc_tensor *tmp[3] = {dout32, w32, dx32};
+    nn_release(3, tmp);
+    return dx;
+}
+
 /* dW (O, C/G, kd, kh, kw) from contiguous dout and x: per sample n one batched GEMM over the
  * groups, dW (G, O/G, K) += dout[n] (G, O/G, L) @ cols[n]^T (G, L, K), the sum carried in the
  * GEMM's C input through two buffers used in turn (no per-sample allocation, no reduction pass). */
@@ -347,7 +365,7 @@ static ampc_tensor *conv_grad_weight_5d(const ampc_tensor *dout, const ampc_tens
     bool pointwise;
     int64_t chunk;
     ampc_tensor *buf, *acc[2] = {NULL, NULL}, *prev = NULL;
-    ampc_status st = cols_plan(x, p, d, &pointwise, &chunk, &buf);
+    ampc_status st = cols_plan(x, p, d, x->dtype, &pointwise, &chunk, &buf);
     for (int i = 0; i < 2 && st == AMPC_OK; i++)
         if (!(acc[i] = ampc_empty(3, acc_shape, dout->dtype, dout->device))) st = ampc_last_status();
     int turn = 0;

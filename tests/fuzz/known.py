@@ -155,6 +155,11 @@ FOUND = [
 ]
 
 TORCH = [
+    ("torch-batch-norm-constant-channel", "torch: batch_norm (training) of a channel whose values are all equal: the "
+     "exact input gradient is 0 (x - mean is 0, and the grad's terms cancel); torch returns its rounding noise "
+     "times 1/sqrt(eps) (e.g. -0.017 in fp32), ampc the 0",
+     lambda c, k, d: c.op == "batch_norm" and k == "grad" and "reshape(1, 1, 1, 1)" in source_of(c)
+     and ".expand(" in source_of(c)),
     ("torch-gelu-grad-negative-tail", "torch: gelu's backward forms (1 + erf(x/sqrt2))/2 and (1 + tanh(u))/2, which "
      "lose every digit below x ~ -4 (fp32 opmath), so its grad there is 0 or noise; ampc uses erfc and sigmoid(2u) "
      "and gets the tiny exact grad (issue 14, core/elementwise_math_act_backward.h)",

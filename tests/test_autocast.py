@@ -151,6 +151,10 @@ CASES = {
     "adaptive_avg_pool3d": [([lp((1, 2, 4, 4, 4))], lambda m, x: m.F.adaptive_avg_pool3d(x, 2))],
     "adaptive_max_pool3d": [([lp((1, 2, 4, 4, 4))], lambda m, x: m.F.adaptive_max_pool3d(x, 2))],
     "quantile": [([lp((10,)), f((3,), 0.1, 0.9)], lambda m, x, q: m.quantile(x, q))],
+    "fractional_max_pool2d": [([lp((1, 2, 6, 6)), lp((1, 2, 2), 0.0, 1.0)], lambda m, x, s: m.F.fractional_max_pool2d(
+        x, 2, output_size=(3, 3), _random_samples=s))],
+    "fractional_max_pool3d": [([lp((1, 2, 6, 6, 6)), lp((1, 2, 3), 0.0, 1.0)], lambda m, x, s: m.F.fractional_max_pool3d(
+        x, 2, output_size=(3, 3, 3), _random_samples=s))],
     "cat": [([f((2, 3)), lp((2, 3))], lambda m, a, b: m.cat([a, b])),
             ([lp((2, 3)), lp((2, 3))], lambda m, a, b: m.cat([a, b], 1))],
     "stack": [([lp((2, 3)), f((2, 3))], lambda m, a, b: m.stack([a, b]))],

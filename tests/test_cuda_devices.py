@@ -479,7 +479,7 @@ HOST_BY_DESIGN = {
     "nn/utils/rnn.py": {"_C.tensor([sum((1 for bs in batch_sizes if bs > b)) for b in range(B)], dtype=_C.int64)",
                         "_C.tensor([v.size(0) for v in sequences], dtype=_C.int64)",
                         "_C.tensor(_lengths_list(lengths), dtype=_C.int64)",
-                        "_C.tensor(batch_sizes, dtype=_C.int64)"},  # lengths and batch_sizes: CPU int64, as torch's
+                        "_C.tensor(batch_sizes, dtype=_C.int64)", "_C.tensor(lengths, dtype=_C.int64)"},  # lengths and batch_sizes: CPU int64, as torch's
     "testing/pytest_plugin.py": {"ampc.tensor(arr)", "ampc.tensor(ref)", "ampc.tensor(value)"},  # golden files: host
     "utils/data/_worker.py": {"_C.empty((), dtype=_C.int64)"},  # the workers' base seed, drawn on the host as torch
 }

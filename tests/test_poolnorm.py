@@ -170,10 +170,13 @@ def test_rms_norm_mixed_dtypes_and_empty():
     _close(wa.grad, wt.grad)
 
 
-def test_rms_norm_autocast_runs_in_fp32():
-    x = ampc.randn(3, 8).half()
-    with ampc.autocast("cpu", dtype=ampc.float16):
-        assert AF.rms_norm(x, (8,)).dtype == ampc.float32
+def test_rms_norm_autocast_policy():
+    # fp32 on torch's CUDA list; not on its CPU list (runs as called there, as torch)
+    assert ampc._C._autocast_policy_table("cuda")["rms_norm"] == "fp32"
+    assert "rms_norm" not in ampc._C._autocast_policy_table("cpu")
+    x, t = ampc.randn(3, 8).half(), torch.randn(3, 8).half()
+    with ampc.autocast("cpu", dtype=ampc.float16), torch.autocast("cpu", dtype=torch.float16):
+        assert AF.rms_norm(x, (8,)).dtype == ampc.float16 and TF.rms_norm(t, (8,)).dtype == torch.float16
 
 
 def test_instance_norm_running_stats():

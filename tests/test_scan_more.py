@@ -142,13 +142,17 @@ def test_finite_differences_and_second_order():
     assert gradgradcheck(lambda t: ampc.logcumsumexp(t, 1), (x,))
 
 
-def test_autocast_cumprod_runs_in_float32():
-    """torch's CUDA autocast list puts cumprod in fp32 through its dtype argument."""
+def test_autocast_cumprod_policy():
+    """torch's CUDA autocast list puts cumprod in fp32 through its dtype argument; its CPU list
+    leaves it out, so on the CPU it runs as called (as torch)."""
+    assert ampc._C._autocast_policy_table("cuda")["cumprod"] == "fp32_set_opt_dtype"
     x = ampc.tensor(sample(6)).half()
     with ampc.autocast("cpu", dtype=ampc.float16):
         y = ampc.cumprod(x, 1)
-    assert y.dtype == ampc.float32
-    np.testing.assert_array_equal(y.numpy(), ampc.cumprod(x.float(), 1).numpy())
+    with torch.autocast("cpu", dtype=torch.float16):
+        ref = torch.cumprod(torch.from_numpy(sample(6)).half(), 1)
+    assert y.dtype == ampc.float16 and ref.dtype == torch.float16
+    np.testing.assert_array_equal(y.float().numpy(), ref.float().numpy())
 
 
 # ---------------------------------------------------------------------------- NaN-aware reductions, nan_to_num

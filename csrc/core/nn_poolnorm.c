@@ -422,6 +422,12 @@ ampc_status ampc_fractional_max_pool_nd(int nsp, const ampc_tensor *input, const
     if (indices) *indices = NULL;
     if (nsp != 2 && nsp != 3) return ampc_set_error(AMPC_E_VALUE, "fractional_max_pool: %d spatial dims", nsp);
     const pool_kind *kd = nsp == 2 ? &FRAC2D : &FRAC3D;
+    ampc_autocast_scope ac; /* torch's CPU autocast list: fp32 */
+    int acr = ampc_autocast_enter_op(kd->fwd, 2, (const ampc_tensor *[]){input, samples}, false, &ac);
+    if (acr)
+        return acr < 0 ? ampc_last_status()
+                       : ampc_autocast_exit_status(&ac, ampc_fractional_max_pool_nd(nsp, ac.t[0], kernel, output_size,
+                                                                                    ac.t[1], out, indices));
     const char *name = nsp == 2 ? "fractional_max_pool2d" : "fractional_max_pool3d_out";
     char s[96];
     if (input->ndim != nsp + 1 && input->ndim != nsp + 2)

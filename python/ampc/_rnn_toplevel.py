@@ -4,9 +4,20 @@ rnn_tanh_cell, rnn_relu_cell), which nn.LSTMCell & co. and the layers' steps cal
 As torch's: the gates are input @ w_ih^T and hx @ w_hh^T (two GEMMs); LSTM and GRU then run their
 fused cell kernel (_thnn_fused_lstm_cell / _thnn_fused_gru_cell: biases, gate math and the saved
 workspace in one kernel, its backward in one kernel), the Elman cells tanh/relu of the sum. Under
-autocast the GEMMs and the fused cells run in the lower-precision dtype (torch's CUDA list).
+autocast the GEMMs and the fused cells run in the lower-precision dtype (torch's CUDA list); on
+the CPU, whose list has the GEMMs but not the cells, the cell runs in the promoted dtype of its
+operands, as torch's composed CPU cell does (fp32 gates from an fp32 state: an fp32 result).
 """
 from . import _C
+
+
+def _same_dtype(*ts):
+    """The tensors (None kept) in their promoted dtype, when they differ."""
+    present = [t for t in ts if t is not None]
+    dt = present[0].dtype
+    for t in present[1:]:
+        dt = _C.promote_types(dt, t.dtype)
+    return [t if t is None or t.dtype == dt else t.to(dt) for t in ts]
 
 
 def _gates(input, hx, w_ih, w_hh):
@@ -18,12 +29,18 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     if len(hx) != 2:
         raise RuntimeError(f"lstm_cell: Expected hx to be a pair (h, c), got {len(hx)} tensors")
     ig, hg = _gates(input, hx[0], w_ih, w_hh)
-    hy, cy, _ = _C._thnn_fused_lstm_cell(ig, hg, hx[1], b_ih, b_hh)
+    if not _C.is_autocast_enabled(ig.device.type) or ig.device.type == "cpu":
+        ig, hg, cx, b_ih, b_hh = _same_dtype(ig, hg, hx[1], b_ih, b_hh)
+    else:
+        cx = hx[1]
+    hy, cy, _ = _C._thnn_fused_lstm_cell(ig, hg, cx, b_ih, b_hh)
     return hy, cy
 
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     ig, hg = _gates(input, hx, w_ih, w_hh)
+    if not _C.is_autocast_enabled(ig.device.type) or ig.device.type == "cpu":
+        ig, hg, hx, b_ih, b_hh = _same_dtype(ig, hg, hx, b_ih, b_hh)
     hy, _ = _C._thnn_fused_gru_cell(ig, hg, hx, b_ih, b_hh)
     return hy
 

@@ -428,4 +428,5 @@ _add_families(
     "_functional_poolnorm",
     "_functional_loss",
     "_functional_act",
+    "_functional_misc",
 )

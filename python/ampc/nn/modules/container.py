@@ -492,3 +492,18 @@ class ParameterDict(Module):
     def __ior__(self, other):
         self.update(other)
         return self
+
+
+class Container(Module):
+    """torch.nn.Container, deprecated there: a Module with its children given as keyword arguments."""
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        import warnings
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now implemented in `nn.Module`. "
+                      "Subclass that instead.", FutureWarning, stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)
+
+
+__all__ += ["Container"]

@@ -35,9 +35,18 @@ def _apply_permutation(tensor, permutation, dim=1):
 
 # ---------------------------------------------------------------------------- one step of a cell
 
+def _common(*ts):
+    """The tensors in their promoted dtype (a CPU autocast region casts the GEMMs, not the cells)."""
+    dt = ts[0].dtype
+    for t in ts[1:]:
+        dt = _C.promote_types(dt, t.dtype)
+    return [t if t.dtype == dt else t.to(dt) for t in ts]
+
+
 def _lstm_step(gi, state, w_hh_t, b_hh, w_hr_t):
     h, c = state
     hg = _C.addmm(b_hh, h, w_hh_t) if b_hh is not None else _C.mm(h, w_hh_t)
+    gi, hg, c = _common(gi, hg, c)
     hy, cy, _ = _C._thnn_fused_lstm_cell(gi, hg, c)
     if w_hr_t is not None:
         hy = _C.mm(hy, w_hr_t)
@@ -47,6 +56,7 @@ def _lstm_step(gi, state, w_hh_t, b_hh, w_hr_t):
 def _gru_step(gi, state, w_hh_t, b_hh, w_hr_t):
     (h,) = state
     hg = _C.addmm(b_hh, h, w_hh_t) if b_hh is not None else _C.mm(h, w_hh_t)
+    gi, hg, h = _common(gi, hg, h)
     hy, _ = _C._thnn_fused_gru_cell(gi, hg, h)
     return hy, (hy,)
 
@@ -350,6 +360,14 @@ class RNNBase(Module):
         data = input
         if batch_sizes is None and self.batch_first:
             data = input.transpose(0, 1)
+        dev = data.device.type
+        if _C.is_autocast_enabled(dev) and (dev == "cuda" or self.mode == "LSTM") and data.dtype in (
+                _C.float32, _C.float16, _C.bfloat16):
+            # torch's autocast runs the whole layer in the lower precision: _cudnn_rnn on CUDA, the CPU's
+            # mkldnn_rnn_layer (LSTM only; the CPU's GRU and RNN run their cells as called)
+            lp = _C.get_autocast_dtype(dev)
+            data = data.to(lp)
+            hx = tuple(h.to(lp) if h.dtype in (_C.float32, _C.float16, _C.bfloat16) else h for h in hx)
         sizes = None if batch_sizes is None else [int(b) for b in batch_sizes.tolist()]
         output, hidden = self._run(data, sizes, tuple(hx))
         if batch_sizes is None and self.batch_first:

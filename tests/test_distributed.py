@@ -1,7 +1,7 @@
 """ampc.distributed (issue 17) on the MPI backend, two processes on this machine started by the
 project's launcher (`python -m ampc.distributed.run`, torchrun's flags): every collective, DDP
 against single-process training, no_sync, unused parameters, and GradScaler skipping the same
-steps on every rank. The scripts in tests/distributed_scripts/ assert and print "OK <rank>".
+steps on every rank. The scripts in tests/distributed_scripts/ assert, then each rank leaves a file ok.<rank>.
 Needs Open MPI's mpirun (make test installs it); without a launcher the multi-process tests skip."""
 import os
 import shutil
@@ -19,31 +19,32 @@ SCRIPTS = os.path.join(ROOT, "tests", "distributed_scripts")
 needs_launcher = pytest.mark.skipif(shutil.which("mpirun") is None, reason="no second-process launcher (mpirun)")
 
 
-def launch(*args, nproc=2, timeout=300):
+def launch(*args, nproc=2, timeout=300, out_dir=None):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1")
+    if out_dir is not None:
+        env["AMPC_DIST_TEST_DIR"] = str(out_dir)
     return subprocess.run([sys.executable, "-m", "ampc.distributed.run", "--nproc-per-node", str(nproc), *args],
                           capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
 
 
-def assert_ok(res, nproc=2):
+def assert_ok(res, out_dir, nproc=2):
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]
-    assert sorted(line for line in res.stdout.splitlines() if line.startswith("OK ")) == \
-        [f"OK {r}" for r in range(nproc)], out[-4000:]
+    assert sorted(os.listdir(out_dir)) == [f"ok.{r}" for r in range(nproc)], out[-4000:]
 
 
 @needs_launcher
 @pytest.mark.parametrize("backend", ["mpi", "gloo"])
-def test_collectives_two_processes(backend):
-    res = launch(os.path.join(SCRIPTS, "collectives.py"), backend)
-    assert_ok(res)
+def test_collectives_two_processes(backend, tmp_path):
+    res = launch(os.path.join(SCRIPTS, "collectives.py"), backend, out_dir=tmp_path)
+    assert_ok(res, tmp_path)
     if backend == "gloo":
         assert "runs on MPI" in res.stderr
 
 
 @needs_launcher
-def test_ddp_and_grad_scaler_two_processes():
-    assert_ok(launch(os.path.join(SCRIPTS, "ddp_amp.py")))
+def test_ddp_and_grad_scaler_two_processes(tmp_path):
+    assert_ok(launch(os.path.join(SCRIPTS, "ddp_amp.py"), out_dir=tmp_path), tmp_path)
 
 
 @needs_launcher

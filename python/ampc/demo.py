@@ -48,7 +48,7 @@ class Progress:
         self.last_print = -1
         if not quiet:
             try:
-                from tqdm import tqdm
+                from tqdm.auto import tqdm  # a widget in Jupyter, text in a terminal
 
                 self.bar = tqdm(total=total, desc=desc, unit="img", leave=True, dynamic_ncols=True)
             except ImportError:

@@ -509,7 +509,7 @@ CTEST(nn_attention_matches_loops) {
     bool *mp = (bool *)ampc_data_ptr(m);
     for (int i = 0; i < 15; i++) mp[i] = (i % 3) != 1 && i != 5; /* row 1 fully masked */
     for (int i = 5; i < 10; i++) mp[i] = false;
-    ampc_tensor *y = ampc_scaled_dot_product_attention(q, k, v, m, 0.0, false, NAN);
+    ampc_tensor *y = ampc_scaled_dot_product_attention(q, k, v, m, 0.0, false, NAN, false);
     double *qv = vals(q), *kv = vals(k), *vv = vals(v), want[12];
     for (int b = 0; b < 2; b++)
         for (int i = 0; i < 3; i++) {

@@ -28,6 +28,13 @@ CTEST(autocast_rows_by_name) {
     CHECK(ampc_op_find("not_an_op") == -1);
     CHECK(ampc_op_autocast_policy(AMPC_OP_SUM) == AMPC_AC_POLICY_FP32_DTYPE);
     CHECK(ampc_op_autocast_policy(AMPC_OP_NEG) == AMPC_AC_POLICY_NONE);
+    /* the CPU's own lists (autocast_cpu.c): exp and sum run as called there, mm and mse_loss as on CUDA */
+    CHECK(ampc_op_autocast_policy_on(AMPC_OP_EXP, AMPC_CUDA) == AMPC_AC_POLICY_FP32);
+    CHECK(ampc_op_autocast_policy_on(AMPC_OP_EXP, AMPC_CPU) == AMPC_AC_POLICY_NONE);
+    CHECK(ampc_op_autocast_policy_on(AMPC_OP_SUM, AMPC_CPU) == AMPC_AC_POLICY_NONE);
+    CHECK(ampc_op_autocast_policy_on(AMPC_OP_MM, AMPC_CPU) == AMPC_AC_POLICY_LOWER);
+    CHECK(ampc_op_autocast_policy_on(AMPC_OP_MSE_LOSS, AMPC_CPU) == AMPC_AC_POLICY_FP32);
+    CHECK(ampc_op_autocast_policy_on(AMPC_OP_BCE_LOSS, AMPC_CPU) == AMPC_AC_POLICY_FP32);
     /* every row has a distinct name */
     for (int i = 0; i < AMPC_NUM_OPS; i++) CHECK(ampc_op_find(ampc_op_name((ampc_op)i)) == i);
 }
@@ -36,19 +43,19 @@ CTEST(autocast_policies_output_dtypes) {
     int64_t s[2] = {3, 4};
     ampc_tensor *h = filled(2, s, 0.5, AMPC_FLOAT16), *f = filled(2, s, 0.25, AMPC_FLOAT32);
     region_begin(AMPC_FLOAT16);
-    ampc_tensor *e = ampc_unary(AMPC_OP_EXP, h);                                        /* fp32 */
+    ampc_tensor *e = ampc_unary(AMPC_OP_EXP, h);              /* CPU region: not on the CPU's list */
     ampc_tensor *sq = ampc_unary(AMPC_OP_SQRT, h);                                      /* no row */
-    ampc_tensor *sm = ampc_reduce(AMPC_OP_SUM, h, 0, NULL, false, AMPC_DTYPE_UNDEFINED); /* fp32 via dtype */
+    ampc_tensor *sm = ampc_reduce(AMPC_OP_SUM, h, 0, NULL, false, AMPC_DTYPE_UNDEFINED); /* CUDA list only */
     ampc_tensor *sm16 = ampc_reduce(AMPC_OP_SUM, h, 0, NULL, false, AMPC_FLOAT16);       /* explicit */
     ampc_tensor *mean = ampc_reduce(AMPC_OP_MEAN, h, 0, NULL, false, AMPC_DTYPE_UNDEFINED);
-    ampc_tensor *at = ampc_binary(AMPC_OP_ATAN2, h, f, ampc_scalar_none());              /* promote */
+    ampc_tensor *at = ampc_binary(AMPC_OP_ATAN2, h, f, ampc_scalar_none());              /* native promotion */
     ampc_tensor *ft = ampc_transpose(f, 0, 1);
     ampc_tensor *mm = ampc_mm(f, ft);                                                   /* lower */
     CHECK(ampc_unary_(AMPC_OP_EXP, h) == AMPC_OK && h->dtype == AMPC_FLOAT16);            /* in place: never cast */
     region_end();
-    CHECK(e && e->dtype == AMPC_FLOAT32);
+    CHECK(e && e->dtype == AMPC_FLOAT16);
     CHECK(sq && sq->dtype == AMPC_FLOAT16);
-    CHECK(sm && sm->dtype == AMPC_FLOAT32);
+    CHECK(sm && sm->dtype == AMPC_FLOAT16);
     CHECK(sm16 && sm16->dtype == AMPC_FLOAT16);
     CHECK(mean && mean->dtype == AMPC_FLOAT16);
     CHECK(at && at->dtype == AMPC_FLOAT32);

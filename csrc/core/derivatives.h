@@ -159,6 +159,11 @@ static inline ampc_node_attrs ad_op_attrs(ampc_op op, const ampc_scalar *p) {
 
 /* derivatives_act_backward.c: the grads of the fused activation-backward rows (gelu_backward, ...) */
 const ampc_grad_rule *ampc_ad_act_backward_rule(ampc_op op);
+/* The double backward both activation families share (slot 0 the grad g, slot 1 x): the grad of
+ * the grad input is op(ggx, x), that of g is ggx * g * d2_of(op, x), in fp32 for fp16/bf16. */
+typedef ampc_tensor *(*ampc_act_second_derivative)(ampc_op op, ampc_tensor *x, ampc_scalar p0, ampc_scalar p1);
+ampc_status ampc_ad_act_double_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi,
+                                        ampc_act_second_derivative d2_of);
 ampc_status ampc_ad_record_act_backward(ampc_op op, const ampc_tensor *g, const ampc_tensor *x, const ampc_scalar *p,
                                         ampc_tensor *out);
 /* derivatives_act.c (issue 13): the grads of the non-linear activation backward rows (elu_backward, ...),

@@ -61,8 +61,8 @@ static ampc_tensor *second_derivative(ampc_op op, ampc_tensor *x, ampc_scalar p0
     }
 }
 
-/* Saved: slot 0 the grad g, slot 1 x (or y); attrs.ints[1] the row, scalars its parameters. */
-static ampc_status act_backward_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+ampc_status ampc_ad_act_double_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi,
+                                        ampc_act_second_derivative d2_of) {
     ampc_op op = (ampc_op)n->attrs.ints[1];
     ampc_scalar p0 = n->attrs.scalars[0], p1 = n->attrs.scalars[1];
     ampc_tensor *x = ad_saved(n, 1);
@@ -75,13 +75,18 @@ static ampc_status act_backward_backward(ampc_node *n, ampc_tensor *const *go, a
         ampc_tensor *xm = lowp ? ad_to(ad_ref(x), AMPC_FLOAT32) : ad_ref(x);
         ampc_tensor *gg = lowp ? ad_to(ad_ref(go[0]), AMPC_FLOAT32) : ad_ref(go[0]);
         ampc_tensor *gm = lowp ? ad_to(g, AMPC_FLOAT32) : g;
-        ampc_tensor *d2 = xm ? second_derivative(op, xm, p0, p1) : NULL;
+        ampc_tensor *d2 = xm ? d2_of(op, xm, p0, p1) : NULL;
         ampc_tensor_decref(xm);
         ampc_tensor *r = ad_mul(ad_mul(gg, gm), d2);
         gi[1] = lowp ? ad_to(r, dt) : r;
     }
     ampc_tensor_decref(x);
     return ad_done(n, gi);
+}
+
+/* Saved: slot 0 the grad g, slot 1 x (or y); attrs.ints[1] the row, scalars its parameters. */
+static ampc_status act_backward_backward(ampc_node *n, ampc_tensor *const *go, ampc_tensor **gi) {
+    return ampc_ad_act_double_backward(n, go, gi, second_derivative);
 }
 
 static const ampc_grad_rule gelu_rule = {"GeluBackwardBackward0", act_backward_backward},

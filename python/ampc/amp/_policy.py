@@ -57,12 +57,12 @@ def autocast_policy(cuda=None, cpu=None):
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            flat = list(args) + list(kwargs.values())
-            device_type = _region([v for a in flat for v in (a if isinstance(a, (list, tuple)) else (a,))])
+            tensors = [v for a in list(args) + list(kwargs.values())
+                       for v in (a if isinstance(a, (list, tuple)) else (a,))]
+            device_type = _region(tensors)
             policy = policies.get(device_type)
             if policy is None:
                 return fn(*args, **kwargs)
-            tensors = [v for a in flat for v in (a if isinstance(a, (list, tuple)) else (a,))]
             to = _target(policy, device_type, tensors)
             args = tuple(_cast(a, to, device_type) for a in args)
             kwargs = {k: v if k == "out" else _cast(v, to, device_type) for k, v in kwargs.items()}

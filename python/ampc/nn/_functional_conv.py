@@ -7,7 +7,7 @@ import math
 import warnings
 
 from .. import _C
-from .functional import _ntuple
+from .functional import _conv_geometry, _ntuple
 
 __all__ = ["pad", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
@@ -34,22 +34,7 @@ def _neutral3(v, n, fill):
 
 
 def _conv_nd(input, weight, bias, stride, padding, dilation, groups, n):
-    stride = _ntuple(stride, n, "stride")
-    dilation = _ntuple(dilation, n, "dilation")
-    kernel = tuple(weight.shape[2:]) if weight.dim() == n + 2 else (1,) * n
-    if isinstance(padding, str):
-        if padding == "valid":
-            lo = hi = (0,) * n
-        elif padding == "same":
-            if any(s != 1 for s in stride):
-                raise RuntimeError("padding='same' is not supported for strided convolutions")
-            total = [d * (k - 1) for d, k in zip(dilation, kernel)]
-            lo = tuple(t // 2 for t in total)
-            hi = tuple(t - t // 2 for t in total)
-        else:
-            raise RuntimeError(f"Invalid padding string: '{padding}'")
-    else:
-        lo = hi = _ntuple(padding, n, "padding")
+    stride, dilation, lo, hi = _conv_geometry(weight, stride, padding, dilation, n)
     return _C._nn_convolution_nd(input, weight, bias, _neutral3(stride, n, 1), _neutral3(lo, n, 0),
                                  _neutral3(hi, n, 0), _neutral3(dilation, n, 1), (0, 0, 0), int(groups), False, n)
 

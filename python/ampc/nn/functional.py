@@ -52,7 +52,9 @@ def linear(input, weight, bias=None):
     return _C._nn_linear(input, weight, bias)
 
 
-def _conv(input, weight, bias, stride, padding, dilation, groups, n):
+def _conv_geometry(weight, stride, padding, dilation, n):
+    """(stride, dilation, low pads, high pads) of an n-d convolution, padding='same'/'valid' resolved
+    as torch's (an odd total pad puts the extra element at the end)."""
     stride = _ntuple(stride, n, "stride")
     dilation = _ntuple(dilation, n, "dilation")
     kernel = tuple(weight.shape[2:]) if weight.dim() == n + 2 else (1,) * n
@@ -69,6 +71,11 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, n):
             raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
         lo = hi = _ntuple(padding, n, "padding")
+    return stride, dilation, lo, hi
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, n):
+    stride, dilation, lo, hi = _conv_geometry(weight, stride, padding, dilation, n)
     if n == 1:  # the core takes (h, w); a 1-d convolution lives in w
         stride, lo, hi, dilation = (1,) + stride, (0,) + lo, (0,) + hi, (1,) + dilation
     return _C._nn_convolution(input, weight, bias, stride, lo, hi, dilation, int(groups))

@@ -1,6 +1,6 @@
 """The layers of ampc.nn, one file per family as in torch.nn.modules. Each family file lists its
-public names in __all__; a new family is one more line in each of the two blocks below (one line
-per family, so that parallel additions merge without conflict)."""
+public names in __all__; a new family is one more line below (one line per family, so that
+parallel additions merge without conflict), and __all__ follows from the imports."""
 from .activation import *  # noqa: F401,F403
 from .adaptive import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
@@ -23,50 +23,8 @@ from .sparse import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
 
-from . import (  # noqa: E402
-    activation,
-    adaptive,
-    batchnorm,
-    channelshuffle,
-    container,
-    conv,
-    distance,
-    dropout,
-    instancenorm,
-    fold,
-    linear,
-    loss,
-    module,
-    normalization,
-    padding,
-    pixelshuffle,
-    pooling,
-    rnn,
-    sparse,
-    transformer,
-    upsampling,
-)
+import sys as _sys  # noqa: E402
 
-__all__ = [name for family in (
-    activation,
-    adaptive,
-    batchnorm,
-    channelshuffle,
-    container,
-    conv,
-    distance,
-    dropout,
-    instancenorm,
-    fold,
-    linear,
-    loss,
-    module,
-    normalization,
-    padding,
-    pixelshuffle,
-    pooling,
-    rnn,
-    sparse,
-    transformer,
-    upsampling,
-) for name in family.__all__]
+# every family imported above, in that order (each its own __all__)
+__all__ = [name for _family in [m for k, m in _sys.modules.items() if k.startswith(__name__ + ".")]
+           for name in _family.__all__]

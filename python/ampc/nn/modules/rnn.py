@@ -35,18 +35,10 @@ def _apply_permutation(tensor, permutation, dim=1):
 
 # ---------------------------------------------------------------------------- one step of a cell
 
-def _common(*ts):
-    """The tensors in their promoted dtype (a CPU autocast region casts the GEMMs, not the cells)."""
-    dt = ts[0].dtype
-    for t in ts[1:]:
-        dt = _C.promote_types(dt, t.dtype)
-    return [t if t.dtype == dt else t.to(dt) for t in ts]
-
-
 def _lstm_step(gi, state, w_hh_t, b_hh, w_hr_t):
     h, c = state
     hg = _C.addmm(b_hh, h, w_hh_t) if b_hh is not None else _C.mm(h, w_hh_t)
-    gi, hg, c = _common(gi, hg, c)
+    gi, hg, c = _cells._same_dtype(gi, hg, c)  # a CPU autocast region casts the GEMMs, not the cells
     hy, cy, _ = _C._thnn_fused_lstm_cell(gi, hg, c)
     if w_hr_t is not None:
         hy = _C.mm(hy, w_hr_t)
@@ -56,7 +48,7 @@ def _lstm_step(gi, state, w_hh_t, b_hh, w_hr_t):
 def _gru_step(gi, state, w_hh_t, b_hh, w_hr_t):
     (h,) = state
     hg = _C.addmm(b_hh, h, w_hh_t) if b_hh is not None else _C.mm(h, w_hh_t)
-    gi, hg, h = _common(gi, hg, h)
+    gi, hg, h = _cells._same_dtype(gi, hg, h)
     hy, _ = _C._thnn_fused_gru_cell(gi, hg, h)
     return hy, (hy,)
 
